@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file ctx.h
+ * The reservation domain: configuration, creation, shutdown, manual reclaim
+ * and the engine-wide figures the flushing heuristics read.
+ * Include <libspacersv/spacersv.h> rather than this file.
+ */
+#ifndef LIBSPACERSV_CTX_H
+#define LIBSPACERSV_CTX_H
+
+#include <libspacersv/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Flags for srsv_config::flags. */
+enum srsv_ctx_flags {
+	/**
+	 * Manual reclaim: the library starts no thread.  Reclaim work that a
+	 * worker would do (async ticket flushing, preemptive flushing) is
+	 * recorded and run when the engine calls srsv_ctx_run_pending().
+	 * Deterministic tests use this mode.
+	 */
+	SRSV_CTX_MANUAL = 1u << 0,
+	/** One MIXED pool serves data and metadata (btrfs --mixed). */
+	SRSV_CTX_MIXED = 1u << 1,
+	/** Start with preemptive flushing off (see srsv_ctx_set_preempt()). */
+	SRSV_CTX_NO_PREEMPT = 1u << 2,
+	/** Zoned device: overcommit is aligned down to srsv_config::zone_bytes
+	 *  and the async metadata walk ends with RESET_ZONES. */
+	SRSV_CTX_ZONED = 1u << 3,
+	/** Keep the preemptive clamp at 1 instead of adapting it (to compare
+	 *  the adaptive clamp with a fixed threshold; adaptive is the
+	 *  default). */
+	SRSV_CTX_FIXED_CLAMP = 1u << 4
+};
+
+/** Maximum length of an overriding flush-state array. */
+#define SRSV_MAX_STATES 16
+
+/** A flush-state array: the states a flusher walks, in order. */
+struct srsv_state_array {
+	unsigned nr;				/**< 0 = keep the default */
+	enum srsv_flush_state states[SRSV_MAX_STATES];
+};
+
+/**
+ * Configuration of a ctx.  Fill with srsv_config_init(), then set what you
+ * need.  The struct carries its own size so that fields can be added
+ * without breaking callers built against an older header.
+ */
+struct srsv_config {
+	/** sizeof(struct srsv_config) as the caller knows it (set by
+	 *  srsv_config_init()). */
+	size_t size;
+	/** ::srsv_ctx_flags */
+	unsigned flags;
+	/** The engine's flush callback; may be NULL (nothing can be flushed:
+	 *  waiting tickets fail after the commit cycles). */
+	srsv_flush_fn flush;
+	/** Passed to every callback. */
+	void *user;
+	/** Initial total bytes of each pool (index ::srsv_pool).  Ignored for
+	 *  MIXED unless ::SRSV_CTX_MIXED, and for DATA/METADATA if it is set. */
+	uint64_t pool_bytes[SRSV_POOL_COUNT];
+	/** Device space not yet given to any pool: what metadata overcommit
+	 *  may count on.  Updatable with srsv_ctx_set_unallocated(). */
+	uint64_t unallocated_bytes;
+	/** Total writable device bytes (btrfs's total_rw_bytes), for the data
+	 *  chunk allowance (10%).  0: pools + unallocated at creation. */
+	uint64_t device_bytes;
+	/** Size of a data chunk (default 1 GiB): metadata overcommit leaves
+	 *  min(this, 10% of device, 1 GiB) of unallocated space for data. */
+	uint64_t data_chunk_bytes;
+	/** Replication factor of the metadata/system profile (1 single,
+	 *  2 DUP/RAID1, up to 4 for RAID1C4; default 1): unallocated space
+	 *  counts 1/factor.  Above 4: -EINVAL. */
+	unsigned metadata_raid_factor;
+	/** Metadata cost of inserting one item (default 256 KiB: a 16 KiB
+	 *  node on each of 8 levels, times 2 for COW, as btrfs).  The unit of
+	 *  "one item's worth". */
+	uint64_t item_bytes;
+	/** Zone size for ::SRSV_CTX_ZONED (default 256 MiB). */
+	uint64_t zone_bytes;
+	/** Initial size of the global reservation (in METADATA/MIXED), filled
+	 *  at creation even if it overcommits the pool.  0: none. */
+	uint64_t global_rsv_bytes;
+	/** Override of the async metadata walk (default: btrfs's enum order
+	 *  DELAYED_ITEMS_NR .. COMMIT_TRANS, + RESET_ZONES when zoned). */
+	struct srsv_state_array async_metadata_states;
+	/** Override of the async data walk (default DELALLOC_FULL,
+	 *  RUN_DELAYED_IPUTS, COMMIT_TRANS, RECLAIM_ZONES, RESET_ZONES,
+	 *  ALLOC_CHUNK_FORCE). */
+	struct srsv_state_array async_data_states;
+	/** Override of the FLUSH_LIMIT priority walk (default
+	 *  DELAYED_ITEMS_NR, DELAYED_ITEMS, RESET_ZONES, ALLOC_CHUNK). */
+	struct srsv_state_array priority_states;
+	/** Override of the FLUSH_EVICT priority walk (default DELAYED_ITEMS_NR
+	 *  .. DELALLOC_FULL, ALLOC_CHUNK, COMMIT_TRANS, RESET_ZONES). */
+	struct srsv_state_array evict_states;
+	/** Per-extent metadata cost for srsv_delalloc_reserve() (default
+	 *  item_bytes). */
+	uint64_t delalloc_extent_meta_bytes;
+	/** Largest extent a delalloc write creates (default 128 MiB, btrfs's
+	 *  BTRFS_MAX_EXTENT_SIZE): a write of N bytes costs
+	 *  ceil(N / this) extents. */
+	uint64_t delalloc_max_extent_bytes;
+	/** Quota flush callback (NULL: a tenant over its limit gets -EDQUOT
+	 *  at once). */
+	srsv_quota_flush_fn quota_flush;
+};
+
+/**
+ * Fill @p cfg with defaults and set cfg->size.
+ * @param cfg the config to initialise
+ * @retval 0 success
+ * @retval -EINVAL cfg is NULL
+ * @note Thread-safe (touches only @p cfg).
+ */
+int srsv_config_init(struct srsv_config *cfg);
+
+/**
+ * Create a ctx and, unless ::SRSV_CTX_MANUAL, its worker threads (async
+ * metadata, async data, preemptive).
+ *
+ * @param cfg configuration; copied, the caller may free it afterwards
+ * @param[out] out the new ctx
+ * @retval 0 success
+ * @retval -EINVAL NULL argument, cfg->size too small or too large for the
+ *         fields it claims, unknown flag, a state array too long or naming
+ *         an unknown state, or pool sizes whose sum overflows
+ * @retval -ENOMEM out of memory
+ * @retval -EAGAIN a worker thread could not be started
+ * @note Thread-safe.  On failure nothing is left allocated.
+ */
+int srsv_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
+
+/**
+ * Stop the ctx: every waiting ticket ends with -ESHUTDOWN, new reservations
+ * that would wait fail with -ESHUTDOWN, the workers finish their current
+ * callback and exit.  Returns when every thread that was waiting inside the
+ * library has left it.  The counters stay readable (srsv_space_snapshot())
+ * until srsv_ctx_destroy().
+ *
+ * @param ctx the ctx
+ * @retval 0 success (also when already shut down)
+ * @retval -EINVAL ctx is NULL
+ * @retval -EDEADLK called from a flush callback
+ * @note Thread-safe.  Must not be called from a flush callback.
+ */
+int srsv_ctx_shutdown(struct srsv_ctx *ctx);
+
+/**
+ * Shut down (if not done yet) and free the ctx, its pools, the standard
+ * reservations and the quota and zone tables.  NULL is a no-op.
+ *
+ * @param ctx the ctx
+ * @note Only threads waiting inside the library may still be using the ctx
+ * (they return -ESHUTDOWN); no other call may race with destroy.  Objects
+ * embedded by the caller (srsv_rsv, srsv_ticket) must not be used after.
+ */
+void srsv_ctx_destroy(struct srsv_ctx *ctx);
+
+/**
+ * The pool of a kind.  In a MIXED ctx, DATA and METADATA return the MIXED
+ * pool; in a non-MIXED ctx, MIXED returns NULL.
+ * @param ctx the ctx
+ * @param kind which pool
+ * @return the pool, or NULL on bad arguments
+ * @note Thread-safe; the pointer lives as long as the ctx.
+ */
+struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx, enum srsv_pool kind);
+
+/**
+ * Set the device space not yet given to any pool (overcommit counts on it).
+ * Growing it grants waiting metadata tickets that now fit.
+ * @param ctx the ctx
+ * @param bytes new value
+ * @retval 0 success
+ * @retval -EINVAL ctx is NULL
+ * @note Thread-safe; may be called from flush callbacks.
+ */
+int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes);
+
+/**
+ * Read the unallocated device space.
+ * @param ctx the ctx (must not be NULL)
+ * @return bytes
+ * @note Thread-safe, lock-free.
+ */
+uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx);
+
+/**
+ * Report the engine's dirty-data figures: @p delalloc_delta bytes of dirty
+ * data not yet under writeback, @p ordered_delta bytes under writeback
+ * (btrfs's delalloc_bytes and ordered_bytes).  Preemptive flushing and the
+ * clamp read them.
+ * @param ctx the ctx
+ * @param delalloc_delta change of the delalloc byte count
+ * @param ordered_delta change of the ordered byte count
+ * @retval 0 success
+ * @retval -EINVAL NULL ctx, or a change that would take a count below 0
+ *         (nothing changed)
+ * @note Thread-safe, lock-free, never blocks.
+ */
+int srsv_ctx_account_delalloc(struct srsv_ctx *ctx, int64_t delalloc_delta,
+			      int64_t ordered_delta);
+
+/**
+ * Switch preemptive flushing on or off at run time (it is on by default
+ * unless ::SRSV_CTX_NO_PREEMPT).
+ * @param ctx the ctx
+ * @param enabled new setting
+ * @retval 0 success
+ * @retval -EINVAL ctx is NULL
+ * @note Thread-safe.
+ */
+int srsv_ctx_set_preempt(struct srsv_ctx *ctx, bool enabled);
+
+/**
+ * Put the ctx in an error state (btrfs's transaction abort): every queued
+ * ticket ends with @p error, and reservations that would have to wait fail
+ * with it at once.  Fast-path reservations that fit still succeed so that
+ * cleanup can proceed.
+ * @param ctx the ctx
+ * @param error a negative errno
+ * @retval 0 success
+ * @retval -EINVAL NULL ctx or @p error not negative
+ * @note Thread-safe; may be called from flush callbacks.
+ */
+int srsv_ctx_set_error(struct srsv_ctx *ctx, int error);
+
+/**
+ * Manual mode: run the reclaim work recorded since the last call (async
+ * metadata and data flushing for pools with queued tickets, then one
+ * preemptive run if one was triggered), inline, in the calling thread.
+ * Flush callbacks are called from this thread.
+ * @param ctx the ctx
+ * @return the number of work items run (0: nothing was pending)
+ * @retval -EINVAL ctx is NULL or not in manual mode
+ * @retval -EDEADLK called from a flush callback
+ * @note Thread-safe; concurrent callers serialise.
+ */
+int srsv_ctx_run_pending(struct srsv_ctx *ctx);
+
+/**
+ * The user pointer from the config.
+ * @param ctx the ctx (must not be NULL)
+ * @note Thread-safe.
+ */
+void *srsv_ctx_user(const struct srsv_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSPACERSV_CTX_H */

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file delalloc.h
+ * The delalloc helper: everything a buffered write must reserve before it
+ * dirties its pages, in one call, with btrfs's order and the NOWAIT
+ * contract.  Include <libspacersv/spacersv.h> rather than this file.
+ *
+ * For a write of N bytes, srsv_delalloc_reserve() takes, in this order
+ * (seed 000, btrfs_delalloc_reserve_space()):
+ *
+ * 1. quota (when a tenant is given): DATA N and META_PREALLOC M, together;
+ * 2. data space: N bytes of may_use in the DATA pool;
+ * 3. metadata: M = ceil(N / srsv_config::delalloc_max_extent_bytes) *
+ *    srsv_config::delalloc_extent_meta_bytes bytes into the ctx's DELALLOC
+ *    block reservation (btrfs's calc_inode_reservations: one extent item's
+ *    worth per extent the write may create).
+ *
+ * If a step fails, what the earlier steps took is given back, in reverse
+ * order, and the pools and the quota are exactly as before the call.
+ *
+ * The result is a caller-owned struct srsv_delalloc_resv that says what is
+ * held.  It ends with exactly one of:
+ * - srsv_delalloc_release(): the write was cancelled, everything goes back;
+ * - srsv_delalloc_finish(): the write reached disk: data may_use ->
+ *   reserved -> used, metadata taken from the rsv and used (the unused
+ *   part returned), quota META_PREALLOC -> META_PERTRANS and DATA -> used.
+ *
+ * The helper does not report dirty bytes to the flushing heuristics: the
+ * engine calls srsv_ctx_account_delalloc() when it dirties and writes back
+ * pages, as btrfs does from its extent-state code.
+ */
+#ifndef LIBSPACERSV_DELALLOC_H
+#define LIBSPACERSV_DELALLOC_H
+
+#include <libspacersv/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How far srsv_delalloc_reserve() may go to find room. */
+enum srsv_delalloc_mode {
+	/**
+	 * May flush and wait: quota flush and one retry, data FLUSH_DATA,
+	 * metadata FLUSH_ALL.  Fails with -EDQUOT or -ENOSPC.
+	 */
+	SRSV_DELALLOC_NORMAL = 0,
+	/**
+	 * Never flushes, never waits (btrfs's noflush, seed 000): quota
+	 * without flush, data and metadata NO_FLUSH.  May take locks.  Fails
+	 * with -EDQUOT or -ENOSPC at once.
+	 */
+	SRSV_DELALLOC_NOFLUSH = 1,
+	/**
+	 * Never blocks (IOCB_NOWAIT, seeds 000, 001, 003): locks are only
+	 * try-locked, no ticket is queued, no flush runs, nothing is
+	 * allocated.  Whenever the answer would need one of those, and
+	 * whenever the others would fail with -ENOSPC or -EDQUOT, it fails
+	 * with -EAGAIN, so the caller retries in a blocking context.  Never
+	 * -ENOSPC, never -EDQUOT.
+	 */
+	SRSV_DELALLOC_NOWAIT = 2,
+	SRSV_DELALLOC_MODE_COUNT = 3
+};
+
+/**
+ * What a delalloc reservation holds.  Caller-owned (stack, or embedded in
+ * the engine's write request).  Fields marked read-only may be read after a
+ * successful srsv_delalloc_reserve(); the private ones must not be touched.
+ */
+struct srsv_delalloc_resv {
+	/** read-only: the write size */
+	uint64_t bytes;
+	/** read-only: bytes of may_use held in the DATA pool */
+	uint64_t data_bytes;
+	/** read-only: bytes held in the ctx's DELALLOC rsv */
+	uint64_t meta_bytes;
+	/** read-only: number of extents the metadata was sized for */
+	uint64_t extents;
+	/** read-only: the tenant charged, or NULL */
+	struct srsv_quota *quota;
+	/** read-only: quota DATA reserved */
+	uint64_t quota_data_bytes;
+	/** read-only: quota META_PREALLOC reserved */
+	uint64_t quota_meta_bytes;
+	/** private: the ctx */
+	struct srsv_ctx *ctx;
+	/** private: set while the reservation is held */
+	uint32_t magic;
+};
+
+/**
+ * Reserve quota, data space and metadata for a buffered write of @p bytes.
+ *
+ * @param ctx the ctx
+ * @param quota the tenant to charge, or NULL for none
+ * @param bytes the write size (0 reserves nothing and succeeds; at most
+ *        ::SRSV_MAX_BYTES)
+ * @param mode ::srsv_delalloc_mode
+ * @param[out] resv filled on success; on failure it holds nothing
+ * @retval 0 reserved; end it with srsv_delalloc_release() or
+ *         srsv_delalloc_finish()
+ * @retval -EDQUOT the tenant is over its limit (NORMAL, NOFLUSH)
+ * @retval -ENOSPC no data or metadata space (NORMAL, NOFLUSH)
+ * @retval -EAGAIN NOWAIT and the reservation cannot be made without
+ *         blocking, or it would fail with -ENOSPC/-EDQUOT
+ * @retval -EINVAL NULL ctx or resv, unknown mode, a quota of another ctx,
+ *         a size above ::SRSV_MAX_BYTES or whose metadata cost overflows
+ * @retval -EDEADLK NORMAL from inside a flush callback
+ * @retval -ESHUTDOWN, the error of srsv_ctx_set_error(): as
+ *         srsv_space_reserve()
+ * @note Thread-safe.  With ::SRSV_DELALLOC_NOWAIT it never blocks.  On
+ *       failure the pools and the quota are exactly as before (no spill
+ *       into other rsvs).
+ */
+int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
+			  uint64_t bytes, enum srsv_delalloc_mode mode,
+			  struct srsv_delalloc_resv *resv);
+
+/**
+ * The write was cancelled: give back everything @p resv holds (metadata,
+ * then data, then quota) and mark it empty.
+ * @param resv a reservation from srsv_delalloc_reserve()
+ * @retval 0 success
+ * @retval -EINVAL NULL, never reserved, or already ended
+ * @note Thread-safe against other reservations; one resv is not to be
+ *       ended by two threads at once.  Never sleeps on the quota; the
+ *       DELALLOC rsv and the pools are updated with their ordinary locks.
+ */
+int srsv_delalloc_release(struct srsv_delalloc_resv *resv);
+
+/** For srsv_delalloc_finish(): all the reserved metadata was used. */
+#define SRSV_DELALLOC_META_ALL UINT64_MAX
+
+/**
+ * The write reached disk.  Data: may_use -> reserved -> used
+ * (srsv_space_alloc() + srsv_space_commit_used()).  Metadata: @p meta_used
+ * bytes are taken from the DELALLOC rsv and allocated and used the same
+ * way; the rest of the reservation goes back to the pool.  Quota:
+ * META_PREALLOC -> META_PERTRANS (freed at the next commit), DATA -> used.
+ *
+ * @param resv a reservation from srsv_delalloc_reserve()
+ * @param meta_used metadata the write really used, at most
+ *        resv->meta_bytes, or ::SRSV_DELALLOC_META_ALL
+ * @retval 0 success; @p resv is empty
+ * @retval -EINVAL NULL, never reserved, already ended, or @p meta_used
+ *         above what was reserved (nothing changed)
+ * @retval -ENOSPC the DELALLOC rsv holds less than @p resv says (another
+ *         user drained it); nothing changed
+ * @note Thread-safe against other reservations; may sleep on locks.
+ */
+int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
+
+/**
+ * The metadata cost srsv_delalloc_reserve() would reserve for @p bytes.
+ * @param ctx the ctx
+ * @param bytes the write size
+ * @param[out] extents number of extents; may be NULL
+ * @param[out] meta_bytes metadata bytes
+ * @retval 0 success
+ * @retval -EINVAL NULL ctx or meta_bytes, or overflow
+ * @note Thread-safe, lock-free.
+ */
+int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t bytes,
+			    uint64_t *extents, uint64_t *meta_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSPACERSV_DELALLOC_H */

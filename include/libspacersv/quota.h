@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file quota.h
+ * Per-tenant quotas (btrfs's qgroups): a limit on what one tenant may hold
+ * in data and metadata reservations plus the data it has written.
+ * Include <libspacersv/spacersv.h> rather than this file.
+ *
+ * A tenant's charge is
+ *
+ *     used + reserved[DATA] + reserved[META_PREALLOC] + reserved[META_PERTRANS]
+ *
+ * and a reservation of @c bytes is granted when charge + bytes <= limit.
+ * The three reservation kinds follow btrfs:
+ *
+ * - DATA: data a buffered write will write.  When it reaches disk it
+ *   becomes @c used (srsv_quota_charge_used()); a delete frees used bytes
+ *   (srsv_quota_free_used()).
+ * - META_PREALLOC: metadata reserved ahead of a write.  When the write
+ *   reaches disk the metadata is really used by the running transaction:
+ *   srsv_quota_convert() turns it into META_PERTRANS.
+ * - META_PERTRANS: metadata of the running transaction, freed all at once
+ *   when it commits (srsv_quota_commit()).
+ *
+ * When a tenant hits its limit, the reservation calls the engine's quota
+ * flush callback (srsv_config::quota_flush, which typically commits the
+ * transaction and so frees META_PERTRANS) and retries exactly once.  Only
+ * one quota flush runs at a time in a ctx: a tenant that hits its limit
+ * while another flush is running waits for that flush to end and then
+ * retries, instead of starting its own.
+ *
+ * The quota is checked before any space is reserved (seed 000's order):
+ * a caller that then fails to reserve space gives the quota back.
+ * srsv_delalloc_reserve() (delalloc.h) does the whole sequence.
+ */
+#ifndef LIBSPACERSV_QUOTA_H
+#define LIBSPACERSV_QUOTA_H
+
+#include <libspacersv/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Kinds of quota reservation, as btrfs's qgroup reservation types. */
+enum srsv_quota_kind {
+	/** Data to be written; becomes used when written. */
+	SRSV_QUOTA_DATA = 0,
+	/** Metadata reserved ahead of a write (btrfs META_PREALLOC). */
+	SRSV_QUOTA_META_PREALLOC = 1,
+	/** Metadata of the running transaction, freed at commit (btrfs
+	 *  META_PERTRANS). */
+	SRSV_QUOTA_META_PERTRANS = 2,
+	SRSV_QUOTA_KIND_COUNT = 3
+};
+
+/**
+ * Flags of srsv_quota_reserve(), besides ::SRSV_RESERVE_NOWAIT.  They start
+ * at bit 16 so that they never collide with ::srsv_reserve_flags.
+ */
+enum srsv_quota_flags {
+	/**
+	 * Do not flush: past the limit return -EDQUOT at once, without
+	 * calling the quota flush callback or waiting for a running flush
+	 * (btrfs's noflush).  The quota lock may still be taken.
+	 */
+	SRSV_QUOTA_NOFLUSH = 1u << 16
+};
+
+/** A limit meaning "no limit" (the charge is still tracked). */
+#define SRSV_QUOTA_NO_LIMIT UINT64_MAX
+
+/**
+ * Create the quota of tenant @p id in @p ctx.
+ * @param ctx the ctx
+ * @param id the tenant's identifier (any value; unique within the ctx)
+ * @param limit the limit in bytes (at most ::SRSV_MAX_BYTES), or
+ *        ::SRSV_QUOTA_NO_LIMIT
+ * @param[out] out the new quota
+ * @retval 0 success
+ * @retval -EINVAL NULL argument, or a limit above ::SRSV_MAX_BYTES that is
+ *         not ::SRSV_QUOTA_NO_LIMIT
+ * @retval -EEXIST the ctx already has a quota with this @p id
+ * @retval -ENOMEM out of memory
+ * @note Thread-safe; takes the ctx's quota table lock and looks for
+ *       duplicates linearly (creation is rare).  The quota lives until
+ *       srsv_quota_destroy() or srsv_ctx_destroy().
+ */
+int srsv_quota_create(struct srsv_ctx *ctx, uint64_t id, uint64_t limit,
+		      struct srsv_quota **out);
+
+/**
+ * Remove a tenant's quota and free it.
+ * @param quota the quota
+ * @retval 0 success
+ * @retval -EINVAL NULL quota
+ * @retval -EBUSY the tenant still holds reservations (of any kind); nothing
+ *         changed
+ * @note Thread-safe against calls on other quotas; nobody may use
+ *       @p quota concurrently or afterwards.  Used bytes do not keep a
+ *       quota alive (btrfs removes qgroups whatever they account).
+ */
+int srsv_quota_destroy(struct srsv_quota *quota);
+
+/**
+ * Find the quota of tenant @p id.
+ * @param ctx the ctx
+ * @param id the tenant
+ * @param[out] out the quota
+ * @retval 0 found
+ * @retval -ENOENT no quota with this id
+ * @retval -EINVAL NULL argument
+ * @note Thread-safe; the pointer is valid until the quota is destroyed.
+ */
+int srsv_quota_lookup(struct srsv_ctx *ctx, uint64_t id,
+		      struct srsv_quota **out);
+
+/**
+ * Change the limit.  Lowering it below the current charge is allowed: new
+ * reservations then fail until enough is freed (btrfs does the same).
+ * @param quota the quota
+ * @param limit new limit (at most ::SRSV_MAX_BYTES) or ::SRSV_QUOTA_NO_LIMIT
+ * @retval 0 success
+ * @retval -EINVAL NULL quota or a bad limit (nothing changed)
+ * @note Thread-safe; takes the quota lock.
+ */
+int srsv_quota_set_limit(struct srsv_quota *quota, uint64_t limit);
+
+/**
+ * Reserve @p bytes of kind @p kind for the tenant.
+ *
+ * Past the limit: with ::SRSV_RESERVE_NOWAIT, -EAGAIN; with
+ * ::SRSV_QUOTA_NOFLUSH or without a quota flush callback, -EDQUOT; else the
+ * quota flush runs (or the caller waits for the one already running) and
+ * the reservation is retried once.
+ *
+ * @param quota the tenant
+ * @param kind ::srsv_quota_kind
+ * @param bytes how much (0 is a no-op; at most ::SRSV_MAX_BYTES)
+ * @param flags ::SRSV_RESERVE_NOWAIT, ::SRSV_QUOTA_NOFLUSH
+ * @retval 0 reserved
+ * @retval -EDQUOT over the limit (after the flush and the retry, unless
+ *         NOFLUSH); never with NOWAIT
+ * @retval -EAGAIN NOWAIT and the answer needs the quota lock (held by
+ *         another thread) or is "over the limit"
+ * @retval -EINVAL NULL quota, unknown kind or flag, bytes above
+ *         ::SRSV_MAX_BYTES (nothing changed)
+ * @retval -EDEADLK the reservation would have to flush and the caller is a
+ *         flush callback (space or quota): it would wait on itself
+ * @retval -ESHUTDOWN the reservation would have to flush and the ctx is
+ *         shut down
+ * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks: the
+ *       quota lock is only try-locked, nothing flushes, nothing waits.  The
+ *       flush callback is called in this thread with no library lock held,
+ *       under the rules of every flush callback (spacersv.h): it may call
+ *       back with non-flushing calls (srsv_quota_commit(), releases, pool
+ *       transitions, NO_FLUSH or NOWAIT reservations); a flushing
+ *       reservation that would wait gets -EDEADLK, and so does
+ *       srsv_ctx_shutdown().  srsv_ctx_shutdown() from another thread
+ *       waits for a running quota flush to return.
+ */
+int srsv_quota_reserve(struct srsv_quota *quota, enum srsv_quota_kind kind,
+		       uint64_t bytes, unsigned flags);
+
+/**
+ * Give back @p bytes of a reservation of kind @p kind (the write was
+ * cancelled, or a META_PERTRANS reservation of a transaction that did not
+ * need it).
+ * @param quota the tenant
+ * @param kind ::srsv_quota_kind
+ * @param bytes how much (0 is a no-op)
+ * @retval 0 success
+ * @retval -EINVAL NULL quota, unknown kind, or more than is reserved of
+ *         that kind (nothing changed)
+ * @note Thread-safe, lock-free: never blocks, so NOWAIT callers may undo
+ *       with it and flush callbacks may call it.
+ */
+int srsv_quota_release(struct srsv_quota *quota, enum srsv_quota_kind kind,
+		       uint64_t bytes);
+
+/**
+ * The reserved metadata is now used by the running transaction:
+ * META_PREALLOC -> META_PERTRANS (btrfs's qgroup_convert_reserved_meta).
+ * The charge does not change.
+ * @param quota the tenant
+ * @param bytes how much (0 is a no-op)
+ * @retval 0 success
+ * @retval -EINVAL NULL quota, or more than META_PREALLOC holds (nothing
+ *         changed)
+ * @note Thread-safe; takes the quota lock (may sleep).
+ */
+int srsv_quota_convert(struct srsv_quota *quota, uint64_t bytes);
+
+/**
+ * The transaction committed: free every tenant's META_PERTRANS.
+ * @param ctx the ctx
+ * @param[out] freed total bytes freed; may be NULL
+ * @retval 0 success (also when the ctx has no quota)
+ * @retval -EINVAL NULL ctx
+ * @note Thread-safe; takes the quota table lock (may sleep), not the
+ *       quota locks.  May be called from the quota flush callback and from
+ *       space flush callbacks (COMMIT_TRANS).
+ */
+int srsv_quota_commit(struct srsv_ctx *ctx, uint64_t *freed);
+
+/**
+ * Free one tenant's META_PERTRANS (a per-tenant transaction committed).
+ * @param quota the tenant
+ * @param[out] freed bytes freed; may be NULL
+ * @retval 0 success
+ * @retval -EINVAL NULL quota
+ * @note Thread-safe, lock-free.
+ */
+int srsv_quota_commit_one(struct srsv_quota *quota, uint64_t *freed);
+
+/**
+ * Reserved data was written: DATA reserved -> used.  The charge does not
+ * change.
+ * @param quota the tenant
+ * @param bytes how much (0 is a no-op)
+ * @retval 0 success
+ * @retval -EINVAL NULL quota, or more than DATA holds (nothing changed)
+ * @note Thread-safe; takes the quota lock (may sleep).
+ */
+int srsv_quota_charge_used(struct srsv_quota *quota, uint64_t bytes);
+
+/**
+ * Written data was deleted: used -= bytes.
+ * @param quota the tenant
+ * @param bytes how much (0 is a no-op)
+ * @retval 0 success
+ * @retval -EINVAL NULL quota, or more than used (nothing changed)
+ * @note Thread-safe, lock-free.
+ */
+int srsv_quota_free_used(struct srsv_quota *quota, uint64_t bytes);
+
+/** A tenant's figures, from srsv_quota_snapshot(). */
+struct srsv_quota_info {
+	uint64_t id;		/**< the tenant */
+	uint64_t limit;		/**< limit, or ::SRSV_QUOTA_NO_LIMIT */
+	/** reserved bytes per ::srsv_quota_kind */
+	uint64_t reserved[SRSV_QUOTA_KIND_COUNT];
+	uint64_t used;		/**< written bytes charged to the tenant */
+	/** used + every reserved kind: what the limit is compared with */
+	uint64_t charged;
+	uint64_t flushes;	/**< quota flushes this tenant started */
+	uint64_t flush_waits;	/**< times it waited for another's flush */
+	uint64_t edquot;	/**< reservations refused past the limit
+				 *   (-EDQUOT, or -EAGAIN for NOWAIT) */
+};
+
+/**
+ * Read a tenant's figures consistently (under its lock).
+ * @param quota the tenant
+ * @param[out] info where to write
+ * @retval 0 success
+ * @retval -EINVAL NULL argument
+ * @note Thread-safe; takes the quota lock (may sleep).  A lock-free
+ *       release racing with the snapshot is seen either wholly or not at
+ *       all for its kind; @c charged may briefly include it.
+ */
+int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
+
+/** The tenant id of a quota (0 for NULL). */
+uint64_t srsv_quota_id(const struct srsv_quota *quota);
+
+/** The ctx a quota belongs to (NULL for NULL). */
+struct srsv_ctx *srsv_quota_ctx(const struct srsv_quota *quota);
+
+/** Name of a quota kind ("data", "meta_prealloc", "meta_pertrans"),
+ *  "unknown" otherwise. */
+const char *srsv_quota_kind_name(int kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSPACERSV_QUOTA_H */

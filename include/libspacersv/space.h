@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file space.h
+ * Pools: reservation (blocking, timed, ticketed), the lifecycle transitions
+ * of space, and the snapshot.  Include <libspacersv/spacersv.h> rather than
+ * this file.
+ *
+ * Lifecycle of a byte in a pool, as in btrfs:
+ *
+ *     free --reserve--> may_use --alloc--> reserved --commit_used--> used
+ *       ^                  |                  |                       |
+ *       +----release-------+   free_reserved--+                      pin
+ *       +-------------------------unpin (commit)--- pinned <----------+
+ *
+ * The pool is full of "accounted" bytes = used + reserved + pinned +
+ * readonly + zone_unusable + may_use; a reservation fits when accounted +
+ * bytes <= total (or within the metadata overcommit allowance).
+ */
+#ifndef LIBSPACERSV_SPACE_H
+#define LIBSPACERSV_SPACE_H
+
+#include <libspacersv/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Reserve @p bytes in @p space (may_use += bytes).
+ *
+ * Fast path (lock-free) when no ticket this mode must respect is queued and
+ * the bytes fit.  Otherwise, by @p mode: NO_FLUSH and EMERGENCY fail;
+ * FLUSH_ALL, FLUSH_ALL_STEAL and FLUSH_DATA queue a normal ticket, wake the
+ * async worker and sleep; FLUSH_LIMIT, FLUSH_EVICT and FLUSH_FREE_SPACE_INODE
+ * queue a priority ticket and flush in the calling thread.
+ *
+ * @param space the pool
+ * @param bytes how much (> 0)
+ * @param mode ::srsv_flush; data pools take NO_FLUSH, FLUSH_DATA and
+ *        FLUSH_FREE_SPACE_INODE, metadata and system pools the others,
+ *        mixed pools all
+ * @param flags ::srsv_reserve_flags
+ * @retval 0 reserved: the caller holds @p bytes of may_use
+ * @retval -ENOSPC no room and the flushing could not make enough; also at
+ *         once, without queueing, for a request larger than the pool could
+ *         ever become (its total plus all unallocated device space)
+ * @retval -EAGAIN NOWAIT and the answer would need waiting or flushing
+ * @retval -EINVAL NULL space, 0 bytes, bytes larger than any pool could hold
+ *         (overflow), unknown mode or flag, or a mode this pool kind does
+ *         not take
+ * @retval -ESHUTDOWN the ctx is shut down
+ * @retval -EDEADLK a flushing mode used from inside a flush callback
+ * @retval other the error set by srsv_ctx_set_error()
+ * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
+ */
+int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
+		       enum srsv_flush mode, unsigned flags);
+
+/**
+ * As srsv_space_reserve(), giving up after @p timeout_ns of waiting.
+ * @param space the pool
+ * @param bytes how much
+ * @param mode flush mode
+ * @param flags ::srsv_reserve_flags
+ * @param timeout_ns how long to wait at most (0: do not wait at all)
+ * @retval -ETIMEDOUT the ticket was still queued at the deadline; it was
+ *         removed under the pool lock, so the caller holds nothing
+ * @retval 0 and the other errors as srsv_space_reserve()
+ * @note Thread-safe.
+ */
+int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
+			       enum srsv_flush mode, unsigned flags,
+			       uint64_t timeout_ns);
+
+/** Number of 64-bit words of a ticket's private storage. */
+#define SRSV_TICKET_WORDS 24
+
+/**
+ * A reservation ticket, owned by the caller (stack or heap) for the time the
+ * reservation is in flight.  All fields are private.
+ */
+struct srsv_ticket {
+	/** private */
+	union {
+		uint64_t words[SRSV_TICKET_WORDS];
+		void *align_ptr;
+		long double align_ld;
+	} priv;
+};
+
+/**
+ * Start a reservation that may wait, without waiting: the building block of
+ * srsv_space_reserve() for engines that cancel or poll (event loops,
+ * io_uring).
+ * @param space the pool
+ * @param ticket caller-owned ticket (need not be initialised)
+ * @param bytes how much
+ * @param mode flush mode
+ * @param flags ::srsv_reserve_flags
+ * @retval 0 granted at once (the ticket is finished)
+ * @retval -EINPROGRESS queued: finish it with srsv_ticket_wait() (which
+ *         also runs the priority flushing for priority modes)
+ * @retval negative as srsv_space_reserve(); the ticket is finished
+ * @note Thread-safe.  A queued ticket must be finished (waited on until it
+ * returns something other than -EINPROGRESS, or cancelled and then waited
+ * on) before its memory is reused.
+ */
+int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
+			uint64_t bytes, enum srsv_flush mode, unsigned flags);
+
+/**
+ * Wait for a ticket.  For priority modes this runs the flush states in the
+ * calling thread.
+ * @param ticket a ticket from srsv_ticket_reserve()
+ * @param timeout_ns longest wait; UINT64_MAX waits for ever, 0 only looks
+ * @retval 0 granted: the caller holds the bytes
+ * @retval -EINPROGRESS @p timeout_ns was 0 and the ticket is still queued
+ * @retval -ETIMEDOUT the deadline passed; the ticket was removed, the
+ *         caller holds nothing
+ * @retval -ECANCELED srsv_ticket_cancel() removed it
+ * @retval -ENOSPC, -ESHUTDOWN, error of srsv_ctx_set_error(): failed
+ * @retval -EINVAL NULL or never-started ticket
+ * @note Thread-safe.  Once it returned anything but -EINPROGRESS, further
+ * calls return the same result.
+ */
+int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
+
+/**
+ * Cancel a queued ticket; its waiter returns -ECANCELED.  A ticket already
+ * granted or failed is left alone (a grant is never lost).
+ * @param ticket the ticket
+ * @retval 0 cancelled
+ * @retval -EALREADY the ticket had already ended (check srsv_ticket_wait())
+ * @retval -EINVAL NULL or never-started ticket
+ * @note Thread-safe: meant to be called from another thread than the
+ * waiter.  The caller guarantees the ticket memory is alive.
+ */
+int srsv_ticket_cancel(struct srsv_ticket *ticket);
+
+/**
+ * Give back @p bytes of may_use (a reservation not needed any more).
+ * Grants waiting tickets that now fit.
+ * @param space the pool
+ * @param bytes how much (0 is a no-op)
+ * @retval 0 success
+ * @retval -EINVAL NULL space, or more than may_use holds (nothing changed)
+ * @note Thread-safe; lock-free unless tickets are queued; may be called
+ * from flush callbacks.
+ */
+int srsv_space_release(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * The allocator took @p bytes of a reservation: may_use -> reserved.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or may_use smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_alloc(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * An allocation was abandoned before it was referenced: reserved -> free.
+ * Grants waiting tickets.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or reserved smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_free_reserved(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * The allocated bytes are now referenced (written and committed to the
+ * engine's index): reserved -> used.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or reserved smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_commit_used(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * Bytes freed in the running transaction (overwritten or deleted, still
+ * needed until the commit): used -> pinned.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or used smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_pin(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * The commit is done: pinned -> free.  Grants waiting tickets.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or pinned smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_unpin(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * Add capacity to the pool (a new chunk): total += bytes, clears "full",
+ * grants waiting tickets.  The engine also lowers the unallocated figure
+ * (srsv_ctx_set_unallocated()) when the capacity came from there.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes or overflow
+ * @note Thread-safe; meant for the ALLOC_CHUNK states.
+ */
+int srsv_space_grow(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * Remove read-only capacity from the pool (a block group deleted after
+ * being made read-only): readonly -= bytes, total -= bytes.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or readonly smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_shrink(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * Make free bytes read-only (free -> readonly).
+ * @param space the pool
+ * @param bytes how much
+ * @param force take them even if that overcommits the pool (btrfs's
+ *        force: relocation must go on)
+ * @retval 0 success
+ * @retval -ENOSPC without @p force, the bytes are not free
+ * @retval -EINVAL NULL space or 0 bytes
+ * @note Thread-safe.
+ */
+int srsv_space_set_readonly(struct srsv_space *space, uint64_t bytes,
+			    bool force);
+
+/**
+ * Make read-only bytes writable again (readonly -> free); grants tickets.
+ * @param space the pool
+ * @param bytes how much
+ * @retval 0 success
+ * @retval -EINVAL NULL space, 0 bytes, or readonly smaller than @p bytes
+ * @note Thread-safe.
+ */
+int srsv_space_clear_readonly(struct srsv_space *space, uint64_t bytes);
+
+/**
+ * Mark the pool as unable to grow (or able again).  The library also sets
+ * it when ALLOC_CHUNK* returns -ENOSPC or -EOPNOTSUPP.
+ * @param space the pool
+ * @param full new value
+ * @retval 0 success
+ * @retval -EINVAL NULL space
+ * @note Thread-safe.
+ */
+int srsv_space_set_full(struct srsv_space *space, bool full);
+
+/** The kind of a pool (::srsv_pool), or -EINVAL for NULL. */
+int srsv_space_kind(const struct srsv_space *space);
+
+/** The ctx a pool belongs to (NULL for NULL). */
+struct srsv_ctx *srsv_space_ctx(const struct srsv_space *space);
+
+/** Counters of a pool, from srsv_space_snapshot(). */
+struct srsv_space_info {
+	int kind;			/**< ::srsv_pool */
+	uint64_t total;			/**< capacity */
+	uint64_t used;			/**< referenced */
+	uint64_t pinned;		/**< freed in the running transaction */
+	uint64_t reserved;		/**< allocated, not yet referenced */
+	uint64_t may_use;		/**< outstanding reservations */
+	uint64_t readonly;		/**< read-only */
+	uint64_t zone_unusable;		/**< unusable until its zone is reset */
+	uint64_t reclaim_size;		/**< sum of queued tickets' bytes */
+	uint64_t tickets_id;		/**< bumped on every grant */
+	unsigned clamp;			/**< preemptive clamp, 1..8 */
+	bool full;			/**< cannot grow */
+	bool flushing;			/**< an async flusher owns the pool */
+	bool force_alloc;		/**< global rsv reached the pool size */
+	unsigned nr_tickets;		/**< normal tickets queued */
+	unsigned nr_priority_tickets;	/**< priority tickets queued */
+	uint64_t unallocated;		/**< ctx's unallocated bytes */
+	uint64_t delalloc_bytes;	/**< ctx's delalloc figure */
+	uint64_t ordered_bytes;		/**< ctx's ordered figure */
+	uint64_t global_rsv_size;	/**< global rsv size (0 if elsewhere) */
+	uint64_t global_rsv_reserved;	/**< global rsv reserved */
+	uint64_t trans_rsv_reserved;	/**< trans rsv reserved */
+	uint64_t delayed_rsv_reserved;	/**< delayed items rsv reserved */
+	uint64_t delayed_refs_rsv_reserved; /**< delayed refs rsv reserved */
+	uint64_t preempt_runs;		/**< preemptive runs so far */
+	uint64_t async_runs;		/**< async flusher runs so far */
+	uint64_t flushes[SRSV_STATE_COUNT]; /**< callback calls per state */
+	uint64_t preempt_flushes[SRSV_STATE_COUNT]; /**< of which preemptive */
+	uint64_t tickets_granted;	/**< tickets ended with 0 */
+	uint64_t tickets_failed;	/**< tickets ended with an error */
+};
+
+/** One queued ticket, from srsv_space_snapshot(). */
+struct srsv_ticket_info {
+	uint64_t bytes;		/**< requested */
+	uint64_t age_ns;	/**< time since it was queued */
+	int mode;		/**< ::srsv_flush */
+	bool priority;		/**< on the priority queue */
+};
+
+/**
+ * Copy the pool's counters and its queued tickets (priority queue first,
+ * each queue in FIFO order), consistently under the pool lock.
+ * @param space the pool
+ * @param[out] info counters (required)
+ * @param[out] tickets room for @p max tickets, may be NULL if @p max is 0
+ * @param max size of @p tickets
+ * @param[out] nr_tickets how many tickets are queued (may exceed @p max);
+ *        may be NULL
+ * @retval 0 success
+ * @retval -EINVAL NULL space or info, or NULL tickets with max > 0
+ * @note Thread-safe; takes the pool lock, allocates nothing.
+ */
+int srsv_space_snapshot(struct srsv_space *space, struct srsv_space_info *info,
+			struct srsv_ticket_info *tickets, size_t max,
+			size_t *nr_tickets);
+
+/** Name of a pool kind ("data", "metadata", ...), "unknown" otherwise. */
+const char *srsv_pool_name(int kind);
+/** Name of a flush mode ("FLUSH_ALL", ...), "unknown" otherwise. */
+const char *srsv_flush_name(int mode);
+/** Name of a flush state ("COMMIT_TRANS", ...), "unknown" otherwise. */
+const char *srsv_state_name(int state);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSPACERSV_SPACE_H */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file types.h
+ * Enumerations, forward declarations and callback types shared by every
+ * libspacersv header.  Include <libspacersv/spacersv.h> rather than this file.
+ */
+#ifndef LIBSPACERSV_TYPES_H
+#define LIBSPACERSV_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** One reservation domain (btrfs's fs_info).  Opaque. */
+struct srsv_ctx;
+/** One pool of space (btrfs's space_info).  Opaque. */
+struct srsv_space;
+/** A per-tenant quota group (btrfs's qgroup).  Opaque. */
+struct srsv_quota;
+
+/**
+ * Pool kinds.  A ctx created with ::SRSV_CTX_MIXED has one MIXED pool that
+ * serves both data and metadata; asking for DATA or METADATA returns it.
+ */
+enum srsv_pool {
+	SRSV_POOL_DATA = 0,	/**< file contents; never overcommits */
+	SRSV_POOL_METADATA = 1,	/**< trees, indexes, logs; may overcommit */
+	SRSV_POOL_SYSTEM = 2,	/**< the structures that describe the pools */
+	SRSV_POOL_MIXED = 3,	/**< data and metadata in one pool (small devices) */
+	SRSV_POOL_COUNT = 4
+};
+
+/**
+ * Reservation flush modes, in btrfs's order.  The mode says how far a
+ * reservation that does not fit may go to make room.
+ */
+enum srsv_flush {
+	/** Never flush, never wait, never jump queued tickets: -ENOSPC. */
+	SRSV_NO_FLUSH = 0,
+	/** Priority ticket; the caller flushes the short priority state array
+	 *  (cheap states only: it may hold a transaction). */
+	SRSV_FLUSH_LIMIT = 1,
+	/** Priority ticket; the caller flushes the evict state array; may steal
+	 *  from the global reservation. */
+	SRSV_FLUSH_EVICT = 2,
+	/** Data pools: normal ticket served by the async data worker. */
+	SRSV_FLUSH_DATA = 3,
+	/** Data pools: priority ticket, the caller forces pool growth. */
+	SRSV_FLUSH_FREE_SPACE_INODE = 4,
+	/** Metadata pools: normal ticket served by the async metadata worker. */
+	SRSV_FLUSH_ALL = 5,
+	/** As FLUSH_ALL, and the ticket may steal from the global reservation
+	 *  before it fails. */
+	SRSV_FLUSH_ALL_STEAL = 6,
+	/** Last resort of srsv_rsv_use_fallback(): granted whenever the bytes
+	 *  physically fit, ignoring outstanding reservations.  Never waits. */
+	SRSV_FLUSH_EMERGENCY = 7,
+	SRSV_FLUSH_MODE_COUNT = 8
+};
+
+/**
+ * Reservation flags, OR-ed into the @c flags argument of reserve calls.
+ */
+enum srsv_reserve_flags {
+	/**
+	 * Never block: no sleeping lock (try-lock only), no ticket, no flush,
+	 * no allocation.  Any answer that would need one of those is -EAGAIN,
+	 * never -ENOSPC or -EDQUOT, so the caller can retry in blocking mode.
+	 */
+	SRSV_RESERVE_NOWAIT = 1u << 0
+};
+
+/**
+ * Flush states: what the engine is asked to do to give space back.  The
+ * values match btrfs's enum.  The engine implements the states it has
+ * (returning -EOPNOTSUPP for the others, which are then skipped).
+ */
+enum srsv_flush_state {
+	/** Run a bounded number of deferred metadata updates (the engine's
+	 *  equivalent of delayed inode items). */
+	SRSV_STATE_DELAYED_ITEMS_NR = 1,
+	/** Run all deferred metadata updates. */
+	SRSV_STATE_DELAYED_ITEMS = 2,
+	/** Run a bounded number of deferred reference-count updates. */
+	SRSV_STATE_DELAYED_REFS_NR = 3,
+	/** Run all deferred reference-count updates. */
+	SRSV_STATE_DELAYED_REFS = 4,
+	/** Start writeback of about @c bytes of dirty (delalloc) data. */
+	SRSV_STATE_DELALLOC = 5,
+	/** Write back dirty data and wait for it to reach disk. */
+	SRSV_STATE_DELALLOC_WAIT = 6,
+	/** Write back all dirty data and wait. */
+	SRSV_STATE_DELALLOC_FULL = 7,
+	/** Grow the pool from unallocated device space if that helps
+	 *  (srsv_space_grow()); -ENOSPC marks the pool full. */
+	SRSV_STATE_ALLOC_CHUNK = 8,
+	/** Grow the pool even if the engine's policy would rather not. */
+	SRSV_STATE_ALLOC_CHUNK_FORCE = 9,
+	/** Run deferred object deletions (btrfs's delayed iputs). */
+	SRSV_STATE_RUN_DELAYED_IPUTS = 10,
+	/** Commit / checkpoint: pinned space becomes free
+	 *  (srsv_space_unpin()). */
+	SRSV_STATE_COMMIT_TRANS = 11,
+	/** Zoned: reset zones whose space is all unusable. */
+	SRSV_STATE_RESET_ZONES = 12,
+	/** Zoned: relocate live data out of sparse zones (bounded batch). */
+	SRSV_STATE_RECLAIM_ZONES = 13,
+	SRSV_STATE_COUNT = 14
+};
+
+/**
+ * The engine's flush callback.
+ *
+ * Called by a library worker thread (async and preemptive flushing) or by a
+ * thread waiting on a priority ticket (FLUSH_LIMIT, FLUSH_EVICT,
+ * FLUSH_FREE_SPACE_INODE), or inline by srsv_ctx_run_pending() in manual
+ * mode.  No library lock is held.  The callback reports what it freed
+ * through the transition functions (srsv_space_release(), srsv_space_unpin(),
+ * srsv_space_grow(), srsv_rsv_release(), ...).  It may reserve with
+ * ::SRSV_NO_FLUSH or ::SRSV_RESERVE_NOWAIT; a flushing reservation from inside
+ * a callback fails with -EDEADLK instead of waiting on itself.
+ *
+ * @param space       the pool being reclaimed
+ * @param state       what to do
+ * @param bytes       how much the library would like back (a hint)
+ * @param for_preempt true when called by the preemptive flusher (no one is
+ *                    waiting yet: keep it cheap)
+ * @param user        srsv_config::user
+ * @return 0 when done (even if nothing could be freed); -EOPNOTSUPP when the
+ * engine has no such state; -ENOSPC from ALLOC_CHUNK* marks the pool full;
+ * any other negative errno is traced and the walk goes on (use
+ * srsv_ctx_set_error() for fatal errors).
+ */
+typedef int (*srsv_flush_fn)(struct srsv_space *space,
+			     enum srsv_flush_state state, uint64_t bytes,
+			     bool for_preempt, void *user);
+
+/**
+ * The engine's quota flush callback: called when a tenant hits its limit,
+ * to turn per-transaction quota reservations into free quota (btrfs commits
+ * the transaction and flushes delalloc).  One flusher at a time per ctx;
+ * the reservation is retried once afterwards.  Called in the reserving
+ * thread, no library lock held.
+ * @param quota the tenant that hit its limit
+ * @param user srsv_config::user
+ * @return 0 or a negative errno (the reservation then fails with -EDQUOT)
+ */
+typedef int (*srsv_quota_flush_fn)(struct srsv_quota *quota, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBSPACERSV_TYPES_H */

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reservation domain (btrfs's fs_info): configuration, pools, the
+ * standard reservations, workers, shutdown and manual reclaim.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "trace.h"
+
+/* Default flush-state arrays: btrfs's, in storage-engine terms in types.h. */
+static const enum srsv_flush_state default_async_metadata[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_DELAYED_REFS_NR, SRSV_STATE_DELAYED_REFS,
+	SRSV_STATE_DELALLOC, SRSV_STATE_DELALLOC_WAIT,
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_ALLOC_CHUNK,
+	SRSV_STATE_ALLOC_CHUNK_FORCE, SRSV_STATE_RUN_DELAYED_IPUTS,
+	SRSV_STATE_COMMIT_TRANS,
+	/* zoned only: */
+	SRSV_STATE_RESET_ZONES,
+};
+
+static const enum srsv_flush_state default_async_data[] = {
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_RUN_DELAYED_IPUTS,
+	SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RECLAIM_ZONES,
+	SRSV_STATE_RESET_ZONES, SRSV_STATE_ALLOC_CHUNK_FORCE,
+};
+
+/* FLUSH_LIMIT: cheap states only; the caller may hold a transaction. */
+static const enum srsv_flush_state default_priority[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_RESET_ZONES, SRSV_STATE_ALLOC_CHUNK,
+};
+
+/* FLUSH_EVICT: everything but delayed iputs (we may be one). */
+static const enum srsv_flush_state default_evict[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_DELAYED_REFS_NR, SRSV_STATE_DELAYED_REFS,
+	SRSV_STATE_DELALLOC, SRSV_STATE_DELALLOC_WAIT,
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_ALLOC_CHUNK,
+	SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RESET_ZONES,
+};
+
+#define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+
+/* The first layout of struct srsv_config: everything up to item_bytes. */
+#define CONFIG_MIN_SIZE offsetof(struct srsv_config, item_bytes)
+
+SRSV__EXPORT int srsv_config_init(struct srsv_config *cfg)
+{
+	if (!cfg)
+		return -EINVAL;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->data_chunk_bytes = SZ_1G;
+	cfg->metadata_raid_factor = 1;
+	/* btrfs: 16 KiB nodes, 8 levels, times 2 for copy-on-write. */
+	cfg->item_bytes = UINT64_C(16384) * 8 * 2;
+	cfg->zone_bytes = SZ_256M;
+	cfg->delalloc_max_extent_bytes = SZ_128M;
+	return 0;
+}
+
+static void set_states(struct srsv_state_array *arr,
+		       const enum srsv_flush_state *def, unsigned nr)
+{
+	if (arr->nr)
+		return;
+	memcpy(arr->states, def, nr * sizeof(*def));
+	arr->nr = nr;
+}
+
+static bool states_valid(const struct srsv_state_array *arr)
+{
+	if (arr->nr > SRSV_MAX_STATES)
+		return false;
+	for (unsigned i = 0; i < arr->nr; i++)
+		if ((int)arr->states[i] < SRSV_STATE_DELAYED_ITEMS_NR ||
+		    arr->states[i] >= SRSV_STATE_COUNT)
+			return false;
+	return true;
+}
+
+/* Copy @user into @cfg (which holds the defaults) and validate. */
+static int load_config(struct srsv_config *cfg, const struct srsv_config *user)
+{
+	struct srsv_config defaults = *cfg;
+	uint64_t sum = 0;
+	size_t n;
+
+	if (user->size < CONFIG_MIN_SIZE)
+		return -EINVAL;
+	if (user->size > sizeof(*cfg)) {
+		/* A newer caller: fine if it set nothing we do not know. */
+		const unsigned char *tail = (const unsigned char *)user +
+					    sizeof(*cfg);
+
+		for (size_t i = 0; i < user->size - sizeof(*cfg); i++)
+			if (tail[i])
+				return -EINVAL;
+	}
+	n = user->size < sizeof(*cfg) ? user->size : sizeof(*cfg);
+	memcpy(cfg, user, n);
+	cfg->size = sizeof(*cfg);
+	if (cfg->flags & ~(unsigned)KNOWN_FLAGS)
+		return -EINVAL;
+	/* Zero means "default" for the tunables. */
+	if (!cfg->data_chunk_bytes)
+		cfg->data_chunk_bytes = defaults.data_chunk_bytes;
+	if (!cfg->metadata_raid_factor)
+		cfg->metadata_raid_factor = 1;
+	if (cfg->metadata_raid_factor > 4)
+		return -EINVAL;
+	if (!cfg->item_bytes)
+		cfg->item_bytes = defaults.item_bytes;
+	if (!cfg->zone_bytes)
+		cfg->zone_bytes = defaults.zone_bytes;
+	if (!cfg->delalloc_extent_meta_bytes)
+		cfg->delalloc_extent_meta_bytes = cfg->item_bytes;
+	if (!cfg->delalloc_max_extent_bytes)
+		cfg->delalloc_max_extent_bytes = defaults.delalloc_max_extent_bytes;
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		if (cfg->pool_bytes[i] > SRSV_MAX_BYTES)
+			return -EINVAL;
+		sum += cfg->pool_bytes[i];
+	}
+	if (sum > SRSV_MAX_BYTES || cfg->unallocated_bytes > SRSV_MAX_BYTES ||
+	    cfg->device_bytes > SRSV_MAX_BYTES ||
+	    cfg->global_rsv_bytes > SRSV_MAX_BYTES ||
+	    cfg->item_bytes > SRSV_MAX_BYTES ||
+	    cfg->data_chunk_bytes > SRSV_MAX_BYTES ||
+	    cfg->zone_bytes > SRSV_MAX_BYTES ||
+	    cfg->delalloc_extent_meta_bytes > SRSV_MAX_BYTES ||
+	    cfg->delalloc_max_extent_bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!cfg->device_bytes)
+		cfg->device_bytes = sum + cfg->unallocated_bytes;
+	if (!states_valid(&cfg->async_metadata_states) ||
+	    !states_valid(&cfg->async_data_states) ||
+	    !states_valid(&cfg->priority_states) ||
+	    !states_valid(&cfg->evict_states))
+		return -EINVAL;
+	/* RESET_ZONES ends the async metadata walk on zoned devices only. */
+	set_states(&cfg->async_metadata_states, default_async_metadata,
+		   SRSV__ARRAY_SIZE(default_async_metadata) -
+		   ((cfg->flags & SRSV_CTX_ZONED) ? 0 : 1));
+	set_states(&cfg->async_data_states, default_async_data,
+		   SRSV__ARRAY_SIZE(default_async_data));
+	set_states(&cfg->priority_states, default_priority,
+		   SRSV__ARRAY_SIZE(default_priority));
+	set_states(&cfg->evict_states, default_evict,
+		   SRSV__ARRAY_SIZE(default_evict));
+	return 0;
+}
+
+/*
+ * btrfs's calc_effective_data_chunk_size(): a data chunk is at most 10% of
+ * the device and at most 1 GiB; on zoned devices it is one zone.
+ */
+static uint64_t data_chunk_allowance(const struct srsv_config *cfg)
+{
+	uint64_t chunk;
+
+	if (cfg->flags & SRSV_CTX_ZONED)
+		return cfg->zone_bytes;
+	chunk = srsv__min(cfg->data_chunk_bytes,
+			  srsv__mult_perc(cfg->device_bytes, 10));
+	return srsv__min(chunk, SZ_1G);
+}
+
+static void free_ctx(struct srsv_ctx *ctx)
+{
+	for (int i = 0; i < SRSV_RSV_TYPE_COUNT; i++)
+		if (ctx->std_rsv_ready[i])
+			srsv__rsv_teardown(&ctx->std_rsv[i]);
+	for (int i = 0; i < SRSV_POOL_COUNT; i++)
+		srsv__space_destroy(ctx->spaces[i]);
+	srsv__lock_destroy(&ctx->manual_lock);
+	srsv__lock_destroy(&ctx->lock);
+	free(ctx);
+}
+
+static int create_pools(struct srsv_ctx *ctx)
+{
+	static const int plain[] = { SRSV_POOL_DATA, SRSV_POOL_METADATA,
+				     SRSV_POOL_SYSTEM };
+	static const int mixed[] = { SRSV_POOL_MIXED, SRSV_POOL_SYSTEM };
+	bool is_mixed = ctx->cfg.flags & SRSV_CTX_MIXED;
+	const int *kinds = is_mixed ? mixed : plain;
+	unsigned nr = is_mixed ? 2 : 3;
+
+	for (unsigned i = 0; i < nr; i++) {
+		int ret = srsv__space_create(ctx, kinds[i],
+					     ctx->cfg.pool_bytes[kinds[i]],
+					     &ctx->spaces[kinds[i]]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The standard reservations, all in the metadata (or mixed) pool. */
+static int create_std_rsvs(struct srsv_ctx *ctx)
+{
+	static const int types[] = { SRSV_RSV_GLOBAL, SRSV_RSV_TRANS,
+				     SRSV_RSV_DELOPS, SRSV_RSV_DELREFS,
+				     SRSV_RSV_DELALLOC };
+	struct srsv_space *meta = srsv__metadata_space(ctx);
+
+	for (unsigned i = 0; i < SRSV__ARRAY_SIZE(types); i++) {
+		int ret = srsv__rsv_init(&ctx->std_rsv[types[i]], meta,
+					 types[i]);
+
+		if (ret)
+			return ret;
+		ctx->std_rsv_ready[types[i]] = true;
+	}
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
+				 struct srsv_ctx **out)
+{
+	struct srsv_ctx *ctx;
+	int ret;
+
+	if (!user || !out)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	srsv_config_init(&ctx->cfg);
+	ret = load_config(&ctx->cfg, user);
+	if (ret) {
+		free(ctx);
+		return ret;
+	}
+	ret = srsv__lock_init(&ctx->lock);
+	if (ret) {
+		free(ctx);
+		return ret;
+	}
+	ret = srsv__lock_init(&ctx->manual_lock);
+	if (ret) {
+		srsv__lock_destroy(&ctx->lock);
+		free(ctx);
+		return ret;
+	}
+	ctx->data_chunk_allowance = data_chunk_allowance(&ctx->cfg);
+	srsv__st(&ctx->unallocated, ctx->cfg.unallocated_bytes);
+	srsv__st(&ctx->preempt_enabled,
+		 !(ctx->cfg.flags & SRSV_CTX_NO_PREEMPT));
+	ret = create_pools(ctx);
+	if (!ret)
+		ret = create_std_rsvs(ctx);
+	if (!ret && ctx->cfg.global_rsv_bytes)
+		ret = srsv_ctx_resize_global_rsv(ctx, ctx->cfg.global_rsv_bytes);
+	if (!ret)
+		ret = srsv__workers_start(ctx);
+	if (ret) {
+		free_ctx(ctx);
+		return ret;
+	}
+	*out = ctx;
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
+{
+	const struct timespec pause = { 0, 1000 * 1000 };
+
+	if (!ctx)
+		return -EINVAL;
+	if (srsv__in_callback())
+		return -EDEADLK;
+	srsv__lock(&ctx->lock);
+	if (ctx->shut_down) {
+		srsv__unlock(&ctx->lock);
+		return 0;
+	}
+	AO_store_full(&ctx->closing, 1);
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+
+		if (!s)
+			continue;
+		srsv__lock(&s->lock);
+		srsv__fail_all_tickets(s, -ESHUTDOWN);
+		srsv__unlock(&s->lock);
+	}
+	srsv__workers_stop(ctx);
+	/*
+	 * Every ticket has ended; wait for the threads that were waiting on
+	 * them to leave the pools (they only need the pool lock once more).
+	 */
+	while (srsv__ld(&ctx->active))
+		nanosleep(&pause, NULL);
+	ctx->shut_down = true;
+	srsv__unlock(&ctx->lock);
+	return 0;
+}
+
+SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	srsv_ctx_shutdown(ctx);
+	srsv__quota_ctx_destroy(ctx);
+	srsv__zoned_ctx_destroy(ctx);
+	free_ctx(ctx);
+}
+
+SRSV__EXPORT struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx,
+					       enum srsv_pool kind)
+{
+	if (!ctx || (int)kind < 0 || kind >= SRSV_POOL_COUNT)
+		return NULL;
+	if (ctx->spaces[SRSV_POOL_MIXED] &&
+	    (kind == SRSV_POOL_DATA || kind == SRSV_POOL_METADATA))
+		return ctx->spaces[SRSV_POOL_MIXED];
+	return ctx->spaces[kind];
+}
+
+SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
+{
+	if (!ctx || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	srsv__st(&ctx->unallocated, bytes);
+	/* More room to overcommit into: metadata tickets may fit now. */
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+
+		if (!s || s->is_data)
+			continue;
+		srsv__lock(&s->lock);
+		srsv__try_grant_tickets(s);
+		srsv__unlock(&s->lock);
+	}
+	return 0;
+}
+
+SRSV__EXPORT uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx)
+{
+	return srsv__ld(&ctx->unallocated);
+}
+
+/* Add @delta to @word unless it would go below 0 or above the maximum. */
+static int add_signed(volatile AO_t *word, int64_t delta)
+{
+	AO_t old, new;
+	uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta :
+				   (uint64_t)delta;
+
+	if (mag > SRSV_MAX_BYTES)
+		return -EINVAL;
+	do {
+		old = AO_load(word);
+		if (delta < 0 && mag > old)
+			return -EINVAL;
+		new = delta < 0 ? old - mag : old + mag;
+		if (new > SRSV_MAX_BYTES)
+			return -EINVAL;
+	} while (!AO_compare_and_swap_full(word, old, new));
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_account_delalloc(struct srsv_ctx *ctx,
+					   int64_t delalloc_delta,
+					   int64_t ordered_delta)
+{
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	ret = add_signed(&ctx->delalloc_bytes, delalloc_delta);
+	if (ret)
+		return ret;
+	ret = add_signed(&ctx->ordered_bytes, ordered_delta);
+	if (ret) {
+		/* Undo: nothing changes on failure.  Cannot fail (we just
+		 * applied the opposite change). */
+		add_signed(&ctx->delalloc_bytes, -delalloc_delta);
+		return ret;
+	}
+	/* Writeback progress, for the preemptive flusher's pacing. */
+	if (delalloc_delta < 0)
+		AO_fetch_and_add(&ctx->delalloc_cleaned,
+				 (AO_t)0 - (AO_t)delalloc_delta);
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_set_preempt(struct srsv_ctx *ctx, bool enabled)
+{
+	if (!ctx)
+		return -EINVAL;
+	srsv__st(&ctx->preempt_enabled, enabled);
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_set_error(struct srsv_ctx *ctx, int error)
+{
+	if (!ctx || error >= 0)
+		return -EINVAL;
+	srsv__st(&ctx->error, (uint64_t)(int64_t)error);
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+
+		if (!s)
+			continue;
+		srsv__lock(&s->lock);
+		srsv__fail_all_tickets(s, error);
+		srsv__unlock(&s->lock);
+	}
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_run_pending(struct srsv_ctx *ctx)
+{
+	int ran = 0;
+
+	if (!ctx || !(ctx->cfg.flags & SRSV_CTX_MANUAL))
+		return -EINVAL;
+	if (srsv__in_callback())
+		return -EDEADLK;
+	AO_fetch_and_add1_full(&ctx->active);
+	srsv__lock(&ctx->manual_lock);
+	ran += srsv__worker_run_pending(ctx, SRSV__WORK_ASYNC_METADATA);
+	ran += srsv__worker_run_pending(ctx, SRSV__WORK_ASYNC_DATA);
+	ran += srsv__worker_run_pending(ctx, SRSV__WORK_PREEMPT);
+	srsv__unlock(&ctx->manual_lock);
+	srsv__ctx_leave(ctx);
+	return ran;
+}
+
+SRSV__EXPORT void *srsv_ctx_user(const struct srsv_ctx *ctx)
+{
+	return ctx ? ctx->cfg.user : NULL;
+}
+
+/*
+ * Areas that live in their own files override these when linked in; a
+ * build without them (or a ctx that never used them) needs no teardown.
+ */
+__attribute__((weak)) void srsv__quota_ctx_destroy(struct srsv_ctx *ctx)
+{
+	(void)ctx;
+}
+
+__attribute__((weak)) void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx)
+{
+	(void)ctx;
+}
+
+__attribute__((weak)) uint64_t srsv__zoned_flush(struct srsv_space *s,
+						 int state)
+{
+	(void)s;
+	(void)state;
+	return 0;
+}

@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flushing: the engine's callback, the async workers that serve normal
+ * tickets, priority flushing in the caller's thread, and failing tickets.
+ *
+ * HOW SPACE IS RECLAIMED FOR WAITING TICKETS
+ *
+ * The library cannot free anything itself: it asks the engine, one flush
+ * state at a time (enum srsv_flush_state, cheapest first), and the engine
+ * reports what it freed through the transition functions, which grant
+ * queued tickets in FIFO order.  Which states are walked, and how, follows
+ * btrfs:
+ *
+ * - Async metadata (FLUSH_ALL, FLUSH_ALL_STEAL tickets): walk the metadata
+ *   array.  Whenever a ticket was granted during a step (tickets_id moved)
+ *   the walk restarts from the cheapest state, and one commit cycle is
+ *   forgiven: cheap states are producing, keep using them.  DELALLOC_FULL
+ *   and ALLOC_CHUNK_FORCE are skipped on the first cycle (do not empty the
+ *   system of dirty data, or create a barely used chunk, before a commit had
+ *   its chance to free pinned space).  Passing the last state is one commit
+ *   cycle; after more than two, maybe_fail_all_tickets() fails tickets from
+ *   the head, trying to steal from the global reserve first, until one is
+ *   granted or none is left.
+ * - Async data (FLUSH_DATA tickets): force pool growth while the pool can
+ *   grow, then walk the data array, restarting on progress; exhausted and
+ *   full, maybe_fail_all_tickets().
+ * - Priority (FLUSH_LIMIT, FLUSH_EVICT): the waiting thread walks its short
+ *   array once, then steals (EVICT) or fails.  FLUSH_FREE_SPACE_INODE forces
+ *   growth while the pool can grow, then fails.
+ *
+ * Every walk is bounded: a step either grants a ticket (and each ticket is
+ * granted once) or advances; cycles without progress end in failure.  The
+ * data walk relies on "full" to stop growing, so an ALLOC_CHUNK_FORCE that
+ * adds nothing marks the pool full even if the engine forgot to.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "trace.h"
+
+/* btrfs's passes before maybe_fail_all_tickets(): "commit_cycles > 2". */
+#define SRSV__MAX_COMMIT_CYCLES 2
+
+static bool past(const struct timespec *deadline)
+{
+	uint64_t at;
+
+	if (!deadline)
+		return false;
+	at = (uint64_t)deadline->tv_sec * 1000000000ull +
+	     (uint64_t)deadline->tv_nsec;
+	return srsv__now_ns() >= at;
+}
+
+int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
+		      bool for_preempt)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	uint64_t total_before = srsv__space_counter(s, SRSV__TOTAL);
+	uint64_t zoned = 0;
+	int ret = -EOPNOTSUPP;
+
+	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
+		zoned = srsv__zoned_flush(s, state);
+	if (ctx->cfg.flush) {
+		srsv__enter_callback();
+		ret = ctx->cfg.flush(s, (enum srsv_flush_state)state, bytes,
+				     for_preempt, ctx->cfg.user);
+		srsv__leave_callback();
+	}
+	/* The library did the state's work itself (zone reset/reclaim). */
+	if (ret == -EOPNOTSUPP && zoned)
+		ret = 0;
+	if (state == SRSV_STATE_ALLOC_CHUNK ||
+	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
+		bool grew = srsv__space_counter(s, SRSV__TOTAL) != total_before;
+
+		/*
+		 * btrfs_chunk_alloc() marks the space_info full on ENOSPC; an
+		 * engine without chunk allocation, or a forced allocation that
+		 * added nothing, means the same: the pool cannot grow.
+		 */
+		if (ret == -ENOSPC || ret == -EOPNOTSUPP ||
+		    (state == SRSV_STATE_ALLOC_CHUNK_FORCE && ret == 0 && !grew))
+			srsv__st(&s->full, 1);
+		/* "ENOSPC from it counts as 0": not an error of the flush. */
+		if (ret == -ENOSPC)
+			ret = 0;
+	}
+	srsv__lock(&s->lock);
+	s->stat_flushes[state]++;
+	if (for_preempt)
+		s->stat_preempt_flushes[state]++;
+	srsv__unlock(&s->lock);
+	srsv__trace_flush_space(s, state, bytes, ret, for_preempt);
+	return ret;
+}
+
+uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s)
+{
+	uint64_t to_reclaim = srsv__ld(&s->reclaim_size);
+	uint64_t avail = srsv__available_free_space(s, SRSV_FLUSH_ALL);
+	uint64_t used = srsv__space_used(s, true);
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+
+	srsv__assert_held(&s->lock);
+	/*
+	 * We may be flushing because we suddenly have less room than before
+	 * (unallocated space shrank): add the overage so the walk is pressed
+	 * hard enough.
+	 */
+	if (total + avail < used)
+		to_reclaim += used - (total + avail);
+	return to_reclaim;
+}
+
+void srsv__fail_all_tickets(struct srsv_space *s, int error)
+{
+	struct srsv__list *heads[2] = { &s->priority_tickets, &s->tickets };
+
+	srsv__assert_held(&s->lock);
+	for (int i = 0; i < 2; i++) {
+		while (!srsv__list_empty(heads[i])) {
+			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
+
+			srsv__ticket_remove(s, t);
+			srsv__ticket_end(s, t, error);
+		}
+	}
+}
+
+bool srsv__maybe_fail_all_tickets(struct srsv_space *s)
+{
+	uint64_t tickets_id = s->tickets_id;
+	int error = (int)(int64_t)srsv__ld(&s->ctx->error);
+
+	srsv__assert_held(&s->lock);
+	srsv__trace_dump(s, SRSV__DUMP_FAIL_ALL_TICKETS);
+	while (!srsv__list_empty(&s->tickets) && tickets_id == s->tickets_id) {
+		struct srsv__ticket *t = srsv__ticket_first(&s->tickets);
+
+		if (!error && srsv__steal_from_global_rsv(s, t))
+			return true;
+		srsv__ticket_remove(s, t);
+		srsv__ticket_end(s, t, error ? error : -ENOSPC);
+		/*
+		 * Throwing a large head ticket away may let smaller ones
+		 * behind it in; nobody else will try while we flush.
+		 */
+		if (!error)
+			srsv__try_grant_tickets(s);
+	}
+	return tickets_id != s->tickets_id;
+}
+
+/* Shutdown or a ctx error ends the walk; returns true when it did. */
+static bool walk_interrupted(struct srsv_space *s)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	int error = (int)(int64_t)srsv__ld(&ctx->error);
+
+	srsv__assert_held(&s->lock);
+	if (srsv__ld(&ctx->closing)) {
+		srsv__fail_all_tickets(s, -ESHUTDOWN);
+		return true;
+	}
+	if (error) {
+		srsv__fail_all_tickets(s, error);
+		return true;
+	}
+	return false;
+}
+
+static bool array_has(const struct srsv_state_array *arr, int state)
+{
+	for (unsigned i = 0; i < arr->nr; i++)
+		if ((int)arr->states[i] == state)
+			return true;
+	return false;
+}
+
+static bool skip_first_cycle(int state)
+{
+	return state == SRSV_STATE_DELALLOC_FULL ||
+	       state == SRSV_STATE_ALLOC_CHUNK_FORCE;
+}
+
+/* btrfs_async_reclaim_metadata_space() for pool @s. */
+static void async_reclaim_metadata(struct srsv_space *s)
+{
+	const struct srsv_state_array *arr = &s->ctx->cfg.async_metadata_states;
+	unsigned idx = 0, commit_cycles = 0;
+	uint64_t to_reclaim, last_tickets_id;
+
+	srsv__lock(&s->lock);
+	s->stat_async_runs++;
+	/* Grants deferred by NOWAIT releases that found the lock busy. */
+	srsv__try_grant_tickets(s);
+	if (srsv__list_empty(&s->tickets) || walk_interrupted(s)) {
+		s->flush = false;
+		srsv__unlock(&s->lock);
+		return;
+	}
+	to_reclaim = srsv__calc_reclaim_metadata_size(s);
+	last_tickets_id = s->tickets_id;
+	while (idx < arr->nr && !commit_cycles && skip_first_cycle(arr->states[idx]))
+		idx++;
+	srsv__unlock(&s->lock);
+
+	while (idx < arr->nr) {
+		srsv__flush_space(s, to_reclaim, arr->states[idx], false);
+		srsv__lock(&s->lock);
+		if (walk_interrupted(s)) {
+			s->flush = false;
+			srsv__unlock(&s->lock);
+			return;
+		}
+		if (srsv__list_empty(&s->tickets)) {
+			s->flush = false;
+			/*
+			 * Every ticket was served: the walk reclaimed just their
+			 * bytes and leaves the pool at the brink.  Let the
+			 * preemptive flusher build headroom (it declines if it
+			 * is not needed, busy or switched off).
+			 */
+			if (s->is_metadata)
+				srsv__maybe_queue_preempt(s, 0, SRSV_FLUSH_ALL);
+			srsv__unlock(&s->lock);
+			return;
+		}
+		to_reclaim = srsv__calc_reclaim_metadata_size(s);
+		if (last_tickets_id == s->tickets_id) {
+			idx++;
+		} else {
+			last_tickets_id = s->tickets_id;
+			idx = 0;
+			if (commit_cycles)
+				commit_cycles--;
+		}
+		while (idx < arr->nr && !commit_cycles &&
+		       skip_first_cycle(arr->states[idx]))
+			idx++;
+		if (idx >= arr->nr) {
+			commit_cycles++;
+			if (commit_cycles > SRSV__MAX_COMMIT_CYCLES) {
+				if (srsv__maybe_fail_all_tickets(s)) {
+					idx = 0;
+					commit_cycles--;
+				} else {
+					s->flush = false;
+				}
+			} else {
+				idx = 0;
+			}
+		}
+		srsv__unlock(&s->lock);
+	}
+}
+
+/* btrfs_async_reclaim_data_space() for pool @s. */
+static void async_reclaim_data(struct srsv_space *s)
+{
+	const struct srsv_state_array *arr = &s->ctx->cfg.async_data_states;
+	uint64_t last_tickets_id;
+	unsigned idx = 0;
+
+	srsv__lock(&s->lock);
+	s->stat_async_runs++;
+	srsv__try_grant_tickets(s);
+	if (srsv__list_empty(&s->tickets) || walk_interrupted(s)) {
+		s->flush = false;
+		srsv__unlock(&s->lock);
+		return;
+	}
+	last_tickets_id = s->tickets_id;
+	srsv__unlock(&s->lock);
+
+	while (!srsv__ld(&s->full)) {
+		srsv__flush_space(s, srsv__ld(&s->reclaim_size),
+				  SRSV_STATE_ALLOC_CHUNK_FORCE, false);
+		srsv__lock(&s->lock);
+		if (srsv__list_empty(&s->tickets) || walk_interrupted(s)) {
+			s->flush = false;
+			srsv__unlock(&s->lock);
+			return;
+		}
+		last_tickets_id = s->tickets_id;
+		srsv__unlock(&s->lock);
+	}
+
+	while (idx < arr->nr) {
+		srsv__flush_space(s, srsv__ld(&s->reclaim_size), arr->states[idx],
+				  false);
+		srsv__lock(&s->lock);
+		if (srsv__list_empty(&s->tickets) || walk_interrupted(s)) {
+			s->flush = false;
+			srsv__unlock(&s->lock);
+			return;
+		}
+		if (last_tickets_id == s->tickets_id) {
+			idx++;
+		} else {
+			last_tickets_id = s->tickets_id;
+			idx = 0;
+		}
+		if (idx >= arr->nr) {
+			/*
+			 * Not full: the array ends with ALLOC_CHUNK_FORCE, which
+			 * either grows the pool (progress) or marks it full, so
+			 * this loop ends.  An overriding array without it cannot
+			 * grow the pool: treat it as full.
+			 */
+			bool full = srsv__ld(&s->full) ||
+				    !array_has(arr, SRSV_STATE_ALLOC_CHUNK_FORCE);
+
+			if (full && !srsv__maybe_fail_all_tickets(s))
+				s->flush = false;
+			else
+				idx = 0;
+			if (!s->flush) {
+				srsv__unlock(&s->lock);
+				return;
+			}
+		}
+		srsv__unlock(&s->lock);
+	}
+}
+
+/* End @t when its deadline passed; pool lock held. */
+static bool expire(struct srsv_space *s, struct srsv__ticket *t,
+		   const struct timespec *deadline)
+{
+	if (!past(deadline))
+		return false;
+	srsv__ticket_remove(s, t);
+	srsv__ticket_end(s, t, -ETIMEDOUT);
+	srsv__try_grant_tickets(s);
+	return true;
+}
+
+/* priority_reclaim_data_space(): force growth while the pool can grow. */
+static void priority_reclaim_data(struct srsv_space *s, struct srsv__ticket *t,
+				  const struct timespec *deadline)
+{
+	srsv__lock(&s->lock);
+	while (AO_load(&t->state) == SRSV__TICKET_QUEUED && !srsv__ld(&s->full)) {
+		uint64_t bytes = t->bytes;	/* a grant zeroes it: read locked */
+
+		if (srsv__ld(&s->ctx->closing) || expire(s, t, deadline))
+			break;
+		srsv__unlock(&s->lock);
+		srsv__flush_space(s, bytes, SRSV_STATE_ALLOC_CHUNK_FORCE, false);
+		srsv__lock(&s->lock);
+	}
+	if (AO_load(&t->state) == SRSV__TICKET_QUEUED &&
+	    !srsv__ld(&s->ctx->closing)) {
+		srsv__ticket_remove(s, t);
+		srsv__ticket_end(s, t, -ENOSPC);
+		srsv__try_grant_tickets(s);
+	}
+	srsv__unlock(&s->lock);
+}
+
+void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
+			    const struct timespec *deadline)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	const struct srsv_state_array *arr;
+	uint64_t to_reclaim;
+	int error;
+
+	if (t->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
+		priority_reclaim_data(s, t, deadline);
+		return;
+	}
+	arr = t->mode == SRSV_FLUSH_EVICT ? &ctx->cfg.evict_states :
+					     &ctx->cfg.priority_states;
+	srsv__lock(&s->lock);
+	to_reclaim = srsv__calc_reclaim_metadata_size(s);
+	for (unsigned i = 0; i < arr->nr; i++) {
+		if (AO_load(&t->state) != SRSV__TICKET_QUEUED ||
+		    srsv__ld(&ctx->closing) || expire(s, t, deadline)) {
+			srsv__unlock(&s->lock);
+			return;
+		}
+		srsv__unlock(&s->lock);
+		srsv__flush_space(s, to_reclaim, arr->states[i], false);
+		srsv__lock(&s->lock);
+	}
+	if (AO_load(&t->state) != SRSV__TICKET_QUEUED ||
+	    srsv__ld(&ctx->closing)) {
+		srsv__unlock(&s->lock);
+		return;
+	}
+	/*
+	 * Out of states: steal from the global reserve if the ticket may,
+	 * unless the engine is in an error state, in which case fail with
+	 * that error at once (it is easier to debug than a later failure).
+	 */
+	error = (int)(int64_t)srsv__ld(&ctx->error);
+	if (error) {
+		srsv__ticket_remove(s, t);
+		srsv__ticket_end(s, t, error);
+	} else if (!srsv__steal_from_global_rsv(s, t)) {
+		srsv__ticket_remove(s, t);
+		srsv__ticket_end(s, t, -ENOSPC);
+	}
+	/* We may have been a large ticket in front of smaller ones. */
+	srsv__try_grant_tickets(s);
+	srsv__unlock(&s->lock);
+}
+
+static void set_bits(volatile AO_t *word, AO_t bits)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(word);
+		if ((old & bits) == bits)
+			return;
+	} while (!AO_compare_and_swap_full(word, old, old | bits));
+}
+
+static AO_t take_bits(volatile AO_t *word)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(word);
+	} while (old && !AO_compare_and_swap_full(word, old, 0));
+	return old;
+}
+
+void srsv__worker_kick(struct srsv_ctx *ctx, enum srsv__work w, int kind)
+{
+	struct srsv__worker *worker = &ctx->workers[w];
+
+	set_bits(&worker->pending, (AO_t)1 << kind);
+	/* sem_post never blocks: safe on the NOWAIT path. */
+	if (worker->started)
+		sem_post(&worker->wake);
+}
+
+void srsv__queue_async_reclaim(struct srsv_space *s, uint64_t bytes, int mode)
+{
+	(void)bytes;
+	srsv__assert_held(&s->lock);
+	srsv__worker_kick(s->ctx, mode == SRSV_FLUSH_DATA ?
+			  SRSV__WORK_ASYNC_DATA : SRSV__WORK_ASYNC_METADATA,
+			  s->kind);
+}
+
+int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w)
+{
+	AO_t bits = take_bits(&ctx->workers[w].pending);
+	int ran = 0;
+
+	for (int kind = 0; kind < SRSV_POOL_COUNT; kind++) {
+		struct srsv_space *s = ctx->spaces[kind];
+
+		if (!(bits & ((AO_t)1 << kind)) || !s)
+			continue;
+		ran++;
+		switch (w) {
+		case SRSV__WORK_ASYNC_METADATA:
+			async_reclaim_metadata(s);
+			break;
+		case SRSV__WORK_ASYNC_DATA:
+			async_reclaim_data(s);
+			break;
+		case SRSV__WORK_PREEMPT:
+			srsv__preempt_reclaim(s);
+			break;
+		default:
+			break;
+		}
+	}
+	return ran;
+}
+
+static void *worker_main(void *arg)
+{
+	struct srsv__worker *worker = arg;
+	struct srsv_ctx *ctx = worker->ctx;
+
+	for (;;) {
+		while (sem_wait(&worker->wake) != 0 && errno == EINTR)
+			;
+		if (srsv__ld(&ctx->stop_workers))
+			break;
+		srsv__worker_run_pending(ctx, worker->id);
+	}
+	return NULL;
+}
+
+int srsv__workers_start(struct srsv_ctx *ctx)
+{
+	for (int i = 0; i < SRSV__WORK_COUNT; i++) {
+		struct srsv__worker *w = &ctx->workers[i];
+
+		w->ctx = ctx;
+		w->id = (enum srsv__work)i;
+		if (ctx->cfg.flags & SRSV_CTX_MANUAL)
+			continue;
+		if (sem_init(&w->wake, 0, 0))
+			goto fail;
+		if (pthread_create(&w->thread, NULL, worker_main, w)) {
+			sem_destroy(&w->wake);
+			goto fail;
+		}
+		w->started = true;
+	}
+	return 0;
+fail:
+	srsv__workers_stop(ctx);
+	return -EAGAIN;
+}
+
+void srsv__workers_stop(struct srsv_ctx *ctx)
+{
+	srsv__st(&ctx->stop_workers, 1);
+	for (int i = 0; i < SRSV__WORK_COUNT; i++) {
+		struct srsv__worker *w = &ctx->workers[i];
+
+		if (!w->started)
+			continue;
+		sem_post(&w->wake);
+		pthread_join(w->thread, NULL);
+		sem_destroy(&w->wake);
+		w->started = false;
+	}
+}

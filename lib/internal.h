@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal structures and helpers shared by the library's files.  Nothing
+ * here is part of the API; non-static functions are prefixed srsv__.
+ *
+ * Concurrency model (see docs/design.md for the long form):
+ *
+ * - Each pool has one mutex (srsv_space::lock), btrfs's space_info->lock.
+ *   Lock order: pool lock, then rsv lock, then the quota lock.  The ctx
+ *   lock (ctx->lock) is never taken while a pool lock is held.
+ * - Counters are AO_t words so they can be read without the lock (the
+ *   preemptive heuristic on the fast path, snapshots of single values).
+ *   They are written under the pool lock, with one exception: may_use, the
+ *   admission word, is changed by compare-and-swap so that a reservation
+ *   with room and no queued tickets takes no lock at all (XFS's grant-head
+ *   fast path).  Every change still goes through one helper per kind
+ *   (srsv__space_update() under the lock, srsv__may_use_add()/sub()
+ *   lock-free) that refuses underflow and traces.
+ * - Admission: a reservation fits when claimed + may_use + bytes is within
+ *   the limit, where "claimed" = used + reserved + pinned + readonly +
+ *   zone_unusable is kept as one word.  Transitions out of may_use into a
+ *   claimed counter add to claimed before they subtract from may_use, so a
+ *   lock-free reader may double-count for an instant (and refuse or queue)
+ *   but never under-count (and overcommit).
+ * - No lost wake-up: a thread that queues a ticket raises srsv_space::waiting
+ *   (full barrier) under the lock and then tries to grant; a lock-free
+ *   release lowers may_use (full barrier) and then reads waiting, taking the
+ *   lock to grant only when tickets are queued.  One of the two sees the
+ *   other.
+ */
+#ifndef SRSV_INTERNAL_H
+#define SRSV_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <atomic_ops.h>
+
+#include <libspacersv/spacersv.h>
+
+#include "config.h"
+#include "lock.h"
+
+#define SRSV__EXPORT __attribute__((visibility("default")))
+
+#define SZ_1M (UINT64_C(1) << 20)
+#define SZ_128M (UINT64_C(128) << 20)
+#define SZ_256M (UINT64_C(256) << 20)
+#define SZ_1G (UINT64_C(1) << 30)
+
+#define srsv__min(a, b) ((a) < (b) ? (a) : (b))
+#define srsv__max(a, b) ((a) > (b) ? (a) : (b))
+#define SRSV__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* @value * @percent / 100 without overflow (btrfs's mult_perc). */
+static inline uint64_t srsv__mult_perc(uint64_t value, unsigned percent)
+{
+	return value / 100 * percent + value % 100 * percent / 100;
+}
+
+_Static_assert(sizeof(AO_t) >= sizeof(uint64_t),
+	       "libspacersv needs 64-bit atomic words");
+
+/* Intrusive doubly linked list (tickets). */
+struct srsv__list {
+	struct srsv__list *next, *prev;
+};
+
+static inline void srsv__list_init(struct srsv__list *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline bool srsv__list_empty(const struct srsv__list *h)
+{
+	return h->next == h;
+}
+
+static inline void srsv__list_add_tail(struct srsv__list *n,
+				       struct srsv__list *h)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void srsv__list_del_init(struct srsv__list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	srsv__list_init(n);
+}
+
+#define srsv__container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* Counters that srsv__space_update() changes under the pool lock. */
+enum srsv__counter {
+	SRSV__TOTAL = 0,
+	SRSV__USED,
+	SRSV__RESERVED,
+	SRSV__PINNED,
+	SRSV__READONLY,
+	SRSV__ZONE_UNUSABLE,
+	SRSV__MAY_USE,		/* lock-free: srsv__may_use_add()/sub() */
+	SRSV__COUNTER_COUNT
+};
+
+const char *srsv__counter_name(int counter);
+
+enum srsv__ticket_state {
+	SRSV__TICKET_IDLE = 0,
+	SRSV__TICKET_QUEUED = 1,
+	SRSV__TICKET_DONE = 2
+};
+
+#define SRSV__TICKET_MAGIC 0x7469636bu	/* "tick" */
+
+/* The internal view of struct srsv_ticket. */
+struct srsv__ticket {
+	struct srsv__list node;		/* on a queue while QUEUED */
+	struct srsv_space *space;
+	uint64_t bytes;			/* still wanted; 0 once granted */
+	uint64_t orig_bytes;
+	uint64_t start_ns;
+	pthread_cond_t cond;		/* signalled when it ends */
+	int error;
+	int mode;
+	uint32_t magic;
+	volatile AO_t state;		/* enum srsv__ticket_state */
+	bool steal;			/* may take from the global rsv */
+	bool priority;			/* on priority_tickets */
+	bool cond_ready;		/* cond initialised */
+};
+
+_Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
+	       "struct srsv_ticket too small");
+
+struct srsv_space {
+	struct srsv__lock lock;
+	struct srsv_ctx *ctx;
+	int kind;			/* enum srsv_pool */
+	bool is_data;			/* DATA or MIXED: never overcommits */
+	bool is_metadata;		/* METADATA or MIXED: preempt, async md */
+
+	/* Counters: written under lock (may_use: CAS), readable lock-free. */
+	volatile AO_t counters[SRSV__COUNTER_COUNT];
+	/* used + reserved + pinned + readonly + zone_unusable */
+	volatile AO_t claimed;
+	/* (priority tickets << 32) | normal tickets; changed under lock */
+	volatile AO_t waiting;
+	/* Sum of queued tickets' bytes (under lock; read lock-free). */
+	volatile AO_t reclaim_size;
+	/* Preemptive clamp, 1..8 (under lock; read lock-free). */
+	volatile AO_t clamp;
+	volatile AO_t full;		/* cannot grow */
+
+	/* Protected by lock. */
+	uint64_t tickets_id;		/* bumped on every grant */
+	bool flush;			/* async flusher queued or running */
+	bool force_alloc;		/* global rsv reached total */
+	struct srsv__list tickets;
+	struct srsv__list priority_tickets;
+
+	/* Statistics (under lock). */
+	uint64_t stat_flushes[SRSV_STATE_COUNT];
+	uint64_t stat_preempt_flushes[SRSV_STATE_COUNT];
+	uint64_t stat_granted, stat_failed;
+	uint64_t stat_async_runs, stat_preempt_runs;
+	uint64_t stat_unpinned;		/* monotonic: bytes unpinned */
+	uint64_t stat_queued;		/* monotonic: tickets queued */
+};
+
+static inline uint64_t srsv__ld(const volatile AO_t *p)
+{
+	return (uint64_t)AO_load((volatile AO_t *)p);
+}
+
+static inline void srsv__st(volatile AO_t *p, uint64_t v)
+{
+	AO_store(p, (AO_t)v);
+}
+
+static inline uint64_t srsv__space_counter(const struct srsv_space *s,
+					   enum srsv__counter c)
+{
+	return srsv__ld(&s->counters[c]);
+}
+
+/* btrfs_space_info_used(s, with_may_use) */
+static inline uint64_t srsv__space_used(const struct srsv_space *s,
+					bool with_may_use)
+{
+	uint64_t used = srsv__ld(&s->claimed);
+
+	if (with_may_use)
+		used += srsv__space_counter(s, SRSV__MAY_USE);
+	return used;
+}
+
+/* Worker kinds; each is a thread unless the ctx is in manual mode. */
+enum srsv__work {
+	SRSV__WORK_ASYNC_METADATA = 0,	/* tickets of non-data pools */
+	SRSV__WORK_ASYNC_DATA = 1,	/* tickets of the data pool */
+	SRSV__WORK_PREEMPT = 2,		/* preemptive flushing */
+	SRSV__WORK_COUNT = 3
+};
+
+struct srsv__worker {
+	struct srsv_ctx *ctx;
+	enum srsv__work id;
+	pthread_t thread;
+	bool started;
+	sem_t wake;			/* posted (never blocks) to wake it */
+	/* Bitmask of pool kinds with work queued. */
+	volatile AO_t pending;
+};
+
+struct srsv__quota_table;
+struct srsv__zoned;
+
+struct srsv_ctx {
+	struct srsv_config cfg;		/* copy, defaults filled in */
+	struct srsv_space *spaces[SRSV_POOL_COUNT];	/* NULL if absent */
+	struct srsv_rsv std_rsv[SRSV_RSV_TYPE_COUNT];	/* GLOBAL, TRANS, ... */
+	bool std_rsv_ready[SRSV_RSV_TYPE_COUNT];
+
+	/* min(data chunk, 10% of device, 1 GiB): see available_free_space */
+	uint64_t data_chunk_allowance;
+	/* Lock-free mirrors of the standard rsvs' reserved and size. */
+	volatile AO_t std_rsv_reserved[SRSV_RSV_TYPE_COUNT];
+	volatile AO_t std_rsv_size[SRSV_RSV_TYPE_COUNT];
+	/* Monotonic: bytes that left each standard rsv (progress measure). */
+	volatile AO_t std_rsv_drained[SRSV_RSV_TYPE_COUNT];
+	/* Monotonic: dirty bytes the engine reported written back. */
+	volatile AO_t delalloc_cleaned;
+	/* Preemptive runs end early after a run made no progress: until this
+	 * monotonic time (ns) no new run is queued (bugzilla 212185). */
+	volatile AO_t preempt_backoff_until;
+	volatile AO_t preempt_backoff_ns;
+
+	volatile AO_t unallocated;
+	volatile AO_t delalloc_bytes;
+	volatile AO_t ordered_bytes;
+	volatile AO_t preempt_enabled;
+	volatile AO_t preempt_busy;	/* preempt queued or running */
+	volatile AO_t closing;		/* shutdown started */
+	volatile AO_t error;		/* negative errno, 0: none */
+
+	struct srsv__worker workers[SRSV__WORK_COUNT];
+	volatile AO_t stop_workers;
+
+	/* Threads inside a slow path; shutdown waits for 0. */
+	volatile AO_t active;
+	struct srsv__lock lock;		/* serialises shutdown */
+	bool shut_down;			/* under lock */
+	struct srsv__lock manual_lock;	/* serialises run_pending */
+
+	struct srsv__quota_table *quotas;	/* quota.c */
+	struct srsv__zoned *zoned;		/* zoned.c */
+};
+
+/* ---- space.c: counters and transitions ---- */
+int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
+		       struct srsv_space **out);
+void srsv__space_destroy(struct srsv_space *s);
+/*
+ * The one helper for locked counters: asserts the pool lock, refuses a
+ * change that would underflow (or overflow) with -EINVAL and no change,
+ * keeps "claimed" in step, traces (counter, old, diff).
+ */
+int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
+		       int64_t diff);
+/* may_use, lock-free: refuse underflow with -EINVAL; trace. */
+int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes);
+void srsv__may_use_add(struct srsv_space *s, uint64_t bytes);
+/*
+ * Charge @bytes to may_use if they fit under the overcommit rules of
+ * @mode (btrfs: used + bytes <= total || can_overcommit(bytes, mode)).
+ * Lock-free (CAS); true when charged.
+ */
+bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode);
+/* A @mode for srsv__space_try_charge(): plain fit, no overcommit. */
+#define SRSV__CHARGE_NO_OVERCOMMIT (-1)
+/* A @mode for srsv__space_try_charge(): used without may_use <= total. */
+#define SRSV__CHARGE_EMERGENCY (-2)
+/* calc_available_free_space(s, mode) */
+uint64_t srsv__available_free_space(const struct srsv_space *s, int mode);
+/* Grant queued tickets that fit, in FIFO order; pool lock held. */
+void srsv__try_grant_tickets(struct srsv_space *s);
+/*
+ * After a free that happened without the lock: grant if tickets wait.
+ * With @nowait the lock is only try-locked; if it is busy the pool's async
+ * worker is kicked to grant instead (never blocks).
+ */
+void srsv__maybe_grant(struct srsv_space *s, bool nowait);
+/* srsv_space_release() for NOWAIT callers (undo paths): never blocks. */
+int srsv__space_release_nowait(struct srsv_space *s, uint64_t bytes);
+
+/* ---- reserve.c: the reserve path and tickets ---- */
+/* Remove a queued ticket (reclaim_size, waiting); pool lock held. */
+void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t);
+/* End a ticket with @error (0: granted), trace, wake; pool lock held. */
+void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error);
+static inline struct srsv__ticket *srsv__ticket_first(struct srsv__list *h)
+{
+	return srsv__container_of(h->next, struct srsv__ticket, node);
+}
+/* Enter/leave a slow path (shutdown waits for them); false if closing. */
+bool srsv__ctx_enter(struct srsv_ctx *ctx);
+void srsv__ctx_leave(struct srsv_ctx *ctx);
+
+/* ---- flush.c: flushing ---- */
+/*
+ * Call the engine for @state with no lock held; count, trace, and apply
+ * the ALLOC_CHUNK rules (-ENOSPC / -EOPNOTSUPP mark the pool full).
+ */
+int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
+		      bool for_preempt);
+/* Queue async reclaim of @s (normal tickets); pool lock held. */
+void srsv__queue_async_reclaim(struct srsv_space *s, uint64_t bytes, int mode);
+/* Run the priority flushing of ticket @t in the caller's thread. */
+void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
+			    const struct timespec *deadline);
+/* maybe_fail_all_tickets(); pool lock held.  True if progress was made. */
+bool srsv__maybe_fail_all_tickets(struct srsv_space *s);
+/* Fail every queued ticket with @error; pool lock held. */
+void srsv__fail_all_tickets(struct srsv_space *s, int error);
+/* Wake worker @w for pool kind @kind (never blocks). */
+void srsv__worker_kick(struct srsv_ctx *ctx, enum srsv__work w, int kind);
+int srsv__workers_start(struct srsv_ctx *ctx);
+void srsv__workers_stop(struct srsv_ctx *ctx);
+/* Run one pending item of worker @w inline; returns items run. */
+int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w);
+/* steal_from_global_rsv() (rsv.c); pool lock held. */
+bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);
+/* btrfs_calc_reclaim_metadata_size(); pool lock held. */
+uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
+
+/* ---- preempt.c: preemptive flushing ---- */
+/* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
+bool srsv__need_preemptive_reclaim(struct srsv_space *s);
+/* After a successful metadata reservation: queue preempt if needed. */
+void srsv__maybe_queue_preempt(struct srsv_space *s, uint64_t bytes, int mode);
+/* maybe_clamp_preempt(); pool lock held. */
+void srsv__maybe_clamp_preempt(struct srsv_space *s);
+/* The preempt worker's body. */
+void srsv__preempt_reclaim(struct srsv_space *s);
+/* The preempt worker's choice of state and bytes; pool lock held. */
+int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim);
+
+/* ---- rsv.c: block reservations ---- */
+int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);
+void srsv__rsv_teardown(struct srsv_rsv *rsv);
+/* Reserved bytes of a standard rsv, lock-free approximation. */
+uint64_t srsv__std_rsv_reserved(struct srsv_ctx *ctx, int type);
+uint64_t srsv__std_rsv_size(struct srsv_ctx *ctx, int type);
+/* The metadata (or mixed) pool the standard rsvs live in. */
+struct srsv_space *srsv__metadata_space(struct srsv_ctx *ctx);
+
+/* ---- quota.c ---- */
+/* Reserve several quota kinds in one admission (the delalloc helper). */
+int srsv__quota_reserve_kinds(struct srsv_quota *q,
+			      const uint64_t bytes[SRSV_QUOTA_KIND_COUNT],
+			      unsigned flags);
+/* White-box tests: the quota's lock, to hold it from another thread. */
+struct srsv__lock *srsv__quota_lock_ptr(struct srsv_quota *q);
+
+/* ---- delalloc.c ---- */
+/* White-box tests: called before each step; non-zero fails that step. */
+extern int (*srsv__delalloc_fault)(int step);
+
+/* ---- quota.c and zoned.c teardown (weak no-ops when absent) ---- */
+void srsv__quota_ctx_destroy(struct srsv_ctx *ctx);
+void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx);
+/* Flush states the zoned code implements inside the library (reset /
+ * reclaim of zone groups) before the engine is called; returns bytes
+ * returned to the pool. */
+uint64_t srsv__zoned_flush(struct srsv_space *s, int state);
+
+#endif /* SRSV_INTERNAL_H */

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Preemptive flushing and the adaptive clamp (seed 002, btrfs 5.11 "Improve
+ * preemptive ENOSPC flushing", in its current upstream form).
+ *
+ * WHY FLUSH BEFORE ANYONE WAITS
+ *
+ * With tickets alone, nothing is flushed until a writer cannot reserve.
+ * Writers then run up to the limit, all stop while the flusher works, run
+ * again: a sawtooth (the seed measured 13.4 MiB/s; flushing early in the
+ * background gave 18.0 MiB/s).  So after every successful metadata
+ * reservation the reserve path asks need_preemptive_reclaim(); when it says
+ * yes and the preemptive worker is idle, the worker is queued.  The worker
+ * loops while the answer stays yes, each time flushing a quarter of
+ * whichever pool holds the most reclaimable space: dirty data (DELALLOC)
+ * when its metadata outweighs the other reservations combined, else pinned
+ * space (COMMIT_TRANS) when it outweighs the deferred work, else deferred
+ * items or deferred references.
+ *
+ * THE CLAMP
+ *
+ * The threshold is "reclaimable >= free space >> clamp", clamp in 1..8: at
+ * 1 we start when reclaimable space reaches half the free space, at 8 at
+ * 1/256 of it.  A workload that outruns the preemptive flusher is noticed
+ * when a normal ticket has to start async flushing while dirty data is
+ * still growing faster than it is written (ordered < delalloc): the clamp
+ * goes up.  When a preemptive run needed only one loop and no ticket is
+ * queued, we were early enough: the clamp comes down (and, beyond
+ * upstream, after any run that flushed until it was no longer needed with
+ * no ticket queued meanwhile).  When the async flusher has granted every
+ * ticket it hands over to the preemptive flusher, which builds the headroom
+ * the ticket walk (reclaiming just the tickets' bytes) never does.
+ *
+ * NOT SPINNING
+ *
+ * Flushing cannot help a pool that is plainly full or mostly held by the
+ * global reserve (bugzilla 212185, preemptive flushing burned CPU on
+ * nearly full file systems): need_preemptive_reclaim() says no above 90%
+ * used, when the global reserve covers what is flushable, and when tickets
+ * are queued (the async flusher owns the pool).  On top of upstream, a run
+ * is capped at SRSV__PREEMPT_MAX_LOOPS loops, each flush is judged by its
+ * own pool (dirty bytes written back, bytes unpinned, deferred reserves
+ * drained), and a run that ends on fruitless flushes backs off before the
+ * next one is queued.
+ */
+#include "internal.h"
+#include "trace.h"
+
+#define SRSV__CLAMP_MAX 8
+/*
+ * Each loop reclaims a quarter of the largest pool, so 32 loops shrink it
+ * to (3/4)^32 = 0.01% of its size: a run needing more is being outpaced by
+ * the writers, and ending it lets the next reservation re-evaluate (and
+ * re-queue us) with fresh figures rather than flushing blind.
+ */
+#define SRSV__PREEMPT_MAX_LOOPS 32
+/* Back-off after a fruitless run: 10 ms doubling to 1 s.  The cost of a
+ * run is a few callback calls, so this bounds a hopeless pool to ~100
+ * fruitless calls per second at most, instead of one run per reservation. */
+#define SRSV__PREEMPT_BACKOFF_MIN_NS (10ull * 1000 * 1000)
+#define SRSV__PREEMPT_BACKOFF_MAX_NS (1000ull * 1000 * 1000)
+
+/*
+ * The floor under which preemptive flushing is pointless.  Upstream uses
+ * 128 MiB, a quarter of the largest global reserve (512 MiB): "if we have
+ * less than that devoted to other reservations there's no sense in
+ * flushing".  On a metadata pool of a few hundred MiB a fixed 128 MiB floor
+ * sits above the 90% cutoff, so preemptive flushing would never run on the
+ * small pools that stall soonest.  We keep upstream's proportion instead:
+ * 1/32 of the pool (exactly 128 MiB at 4 GiB, where upstream's global
+ * reserve typically reaches its cap), at least one item's worth (below that
+ * there is nothing to flush), at most 128 MiB (upstream's value).
+ */
+static uint64_t preempt_floor(const struct srsv_space *s)
+{
+	uint64_t floor = srsv__space_counter(s, SRSV__TOTAL) >> 5;
+
+	floor = srsv__max(floor, s->ctx->cfg.item_bytes);
+	return srsv__min(floor, SZ_128M);
+}
+
+/* The standard rsvs live in one pool; elsewhere they count as 0. */
+static uint64_t std_reserved(const struct srsv_space *s, int type)
+{
+	struct srsv_ctx *ctx = s->ctx;
+
+	return srsv__metadata_space(ctx) == s ?
+	       srsv__std_rsv_reserved(ctx, type) : 0;
+}
+
+static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
+{
+	const struct srsv_ctx *ctx = s->ctx;
+	uint64_t ordered = srsv__ld(&ctx->ordered_bytes) >> 1;
+	uint64_t delalloc = srsv__ld(&ctx->delalloc_bytes);
+	uint64_t may_use = srsv__space_counter(s, SRSV__MAY_USE);
+	uint64_t used = srsv__space_counter(s, SRSV__PINNED);
+
+	/*
+	 * More ordered than dirty bytes (cut in half: we must be truly maxed
+	 * out on ordered) means direct I/O, or writeback keeping up:
+	 * flushing delalloc early gains nothing, so only the reserves we can
+	 * flush directly count.  Otherwise everything reserved but the global
+	 * reserve is flushable.
+	 */
+	if (ordered >= delalloc)
+		used += std_reserved(s, SRSV_RSV_DELREFS) +
+			std_reserved(s, SRSV_RSV_DELOPS);
+	else if (may_use > global)
+		used += may_use - global;
+	return used;
+}
+
+bool srsv__need_preemptive_reclaim(struct srsv_space *s)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	uint64_t global = std_reserved(s, SRSV_RSV_GLOBAL);
+	uint64_t used = srsv__space_counter(s, SRSV__MAY_USE) +
+			srsv__space_counter(s, SRSV__PINNED);
+	uint64_t total, bytes_used, reserved, thresh, committed;
+
+	/*
+	 * The conditions are upstream's; the order is ours: the floor test
+	 * comes first because it is what answers "no" on the reservation
+	 * fast path of a pool with room, in three loads.
+	 */
+	/* What could be flushed belongs to the global reserve. */
+	if (global >= used)
+		return false;
+	if (used - global <= preempt_floor(s))
+		return false;
+	/* Tickets are queued: do not compete with the async flusher. */
+	if (srsv__ld(&s->reclaim_size))
+		return false;
+	total = srsv__space_counter(s, SRSV__TOTAL);
+	bytes_used = srsv__space_counter(s, SRSV__USED);
+	reserved = srsv__space_counter(s, SRSV__RESERVED);
+	/* Plainly full (90%): flushing would only slow us down. */
+	if (bytes_used + reserved + global >= srsv__mult_perc(total, 90))
+		return false;
+	/*
+	 * Start when reclaimable space exceeds the clamped free space (what
+	 * is free for reservations, plus what overcommit may add).  Not
+	 * "used >= (total + avail) / 2": with half the pool in bytes_used and
+	 * nothing available that would flush constantly.
+	 */
+	thresh = srsv__available_free_space(s, SRSV_FLUSH_ALL);
+	committed = bytes_used + reserved + global +
+		    srsv__space_counter(s, SRSV__READONLY);
+	if (committed < total)
+		thresh += total - committed;
+	thresh >>= srsv__ld(&s->clamp);
+	return reclaimable(s, global) >= thresh && !srsv__ld(&ctx->closing);
+}
+
+void srsv__maybe_queue_preempt(struct srsv_space *s, uint64_t bytes, int mode)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	uint64_t until;
+
+	/* Busy first: the cheap test, and what keeps a busy worker from
+	 * being re-evaluated on every reservation. */
+	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
+		return;
+	if (!srsv__need_preemptive_reclaim(s))
+		return;
+	until = srsv__ld(&ctx->preempt_backoff_until);
+	if (until && srsv__now_ns() < until)
+		return;
+	if (!AO_compare_and_swap_full(&ctx->preempt_busy, 0, 1))
+		return;
+	srsv__trace_trigger_flush(s, bytes, mode, SRSV__REASON_PREEMPT);
+	srsv__worker_kick(ctx, SRSV__WORK_PREEMPT, s->kind);
+}
+
+void srsv__maybe_clamp_preempt(struct srsv_space *s)
+{
+	const struct srsv_ctx *ctx = s->ctx;
+	uint64_t clamp = srsv__ld(&s->clamp);
+
+	srsv__assert_held(&s->lock);
+	if (ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP)
+		return;
+	/*
+	 * Heavy on ordered I/O: clamping would not help, writeback keeps up.
+	 * Dirty data outgrowing writeback is what the clamp is for, because
+	 * writing delalloc does not free space 1:1 the way delayed items do.
+	 */
+	if (srsv__ld(&ctx->ordered_bytes) < srsv__ld(&ctx->delalloc_bytes) &&
+	    clamp < SRSV__CLAMP_MAX)
+		srsv__st(&s->clamp, clamp + 1);
+}
+
+/*
+ * A commit is the dearest flush (it writes out the whole transaction) and
+ * the only one that frees pinned space.  Before anyone waits it is worth
+ * it only when pinned space alone would trigger preemptive flushing at the
+ * loosest clamp: half of the free space.  Upstream commits whenever pinned
+ * outweighs the deferred-work reserves, which at a high clamp means a
+ * commit every few tens of milliseconds (the seed's 7% direct-I/O
+ * regression: "more commits").  Pool lock held.
+ */
+static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
+{
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+	uint64_t committed = srsv__space_counter(s, SRSV__USED) +
+			     srsv__space_counter(s, SRSV__RESERVED) +
+			     srsv__space_counter(s, SRSV__READONLY) + global;
+	uint64_t free = srsv__available_free_space(s, SRSV_FLUSH_ALL);
+
+	if (committed < total)
+		free += total - committed;
+	return srsv__space_counter(s, SRSV__PINNED) >= free >> 1;
+}
+
+int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
+{
+	uint64_t global = std_reserved(s, SRSV_RSV_GLOBAL);
+	uint64_t delayed = std_reserved(s, SRSV_RSV_DELOPS);
+	uint64_t delayed_refs = std_reserved(s, SRSV_RSV_DELREFS);
+	uint64_t trans = std_reserved(s, SRSV_RSV_TRANS);
+	uint64_t may_use = srsv__space_counter(s, SRSV__MAY_USE);
+	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
+	uint64_t block_rsv_size = global + delayed + delayed_refs + trans;
+	uint64_t delalloc_size = 0;
+	bool commit = preempt_commit_worth_it(s, global);
+
+	/*
+	 * There is no exact figure for the metadata reserved for dirty data:
+	 * it is what may_use holds beyond the block reserves.  (Not the dirty
+	 * byte count: one large extent of data needs little metadata.)
+	 */
+	if (block_rsv_size < may_use)
+		delalloc_size = may_use - block_rsv_size;
+	/* The global reserve is not ours to flush. */
+	block_rsv_size -= global;
+	/*
+	 * Flushing dirty data early hurts allocation patterns, so only do it
+	 * when it outweighs all the other pools together.  Upstream leaves
+	 * pinned space out of "the other pools" and so never commits while
+	 * dirty data outweighs the deferred-work reserves, even when pinned
+	 * space is the bulk of what could be reclaimed; the seed's stated
+	 * rule is "flush whichever pool has the highest usage", and a small
+	 * pool full of pinned bytes otherwise flushes dirty data for ever
+	 * while only a commit would help.  So pinned counts here, when a
+	 * commit is worth it at all.
+	 */
+	if (delalloc_size > block_rsv_size + (commit ? pinned : 0)) {
+		*to_reclaim = delalloc_size;
+		return SRSV_STATE_DELALLOC;
+	}
+	/* Mostly pinned: commit (nobody waits, so no ticket-size logic). */
+	if (commit && pinned > delayed + delayed_refs) {
+		*to_reclaim = pinned;
+		return SRSV_STATE_COMMIT_TRANS;
+	}
+	if (delayed > delayed_refs) {
+		*to_reclaim = delayed;
+		return SRSV_STATE_DELAYED_ITEMS_NR;
+	}
+	*to_reclaim = delayed_refs;
+	return SRSV_STATE_DELAYED_REFS_NR;
+}
+
+/*
+ * A monotonic measure of what flushing @state has achieved so far: dirty
+ * bytes written back, bytes unpinned by commits, bytes that left the
+ * deferred-work reserves.  Pool lock held.
+ */
+static uint64_t progress_mark(struct srsv_space *s, int state)
+{
+	struct srsv_ctx *ctx = s->ctx;
+
+	switch (state) {
+	case SRSV_STATE_DELALLOC:
+		return srsv__ld(&ctx->delalloc_cleaned);
+	case SRSV_STATE_COMMIT_TRANS:
+		return s->stat_unpinned;
+	case SRSV_STATE_DELAYED_ITEMS_NR:
+		return srsv__ld(&ctx->std_rsv_drained[SRSV_RSV_DELOPS]);
+	default:
+		return srsv__ld(&ctx->std_rsv_drained[SRSV_RSV_DELREFS]);
+	}
+}
+
+/* Two loops in a row that achieved nothing end a run. */
+#define SRSV__PREEMPT_MAX_FRUITLESS 2
+
+void srsv__preempt_reclaim(struct srsv_space *s)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	unsigned loops = 0, progress = 0, fruitless = 0;
+	bool satisfied = false;
+	uint64_t backoff, queued;
+
+	srsv__lock(&s->lock);
+	s->stat_preempt_runs++;
+	queued = s->stat_queued;
+	while (loops < SRSV__PREEMPT_MAX_LOOPS &&
+	       fruitless < SRSV__PREEMPT_MAX_FRUITLESS &&
+	       srsv__ld(&ctx->preempt_enabled)) {
+		uint64_t tickets_id = s->tickets_id;
+		uint64_t to_reclaim, mark;
+		int state;
+
+		if (!srsv__need_preemptive_reclaim(s)) {
+			satisfied = true;
+			break;
+		}
+		loops++;
+		state = srsv__preempt_choose(s, &to_reclaim);
+		mark = progress_mark(s, state);
+		srsv__unlock(&s->lock);
+		/* A portion, not everything; never less than one item. */
+		to_reclaim >>= 2;
+		if (!to_reclaim)
+			to_reclaim = ctx->cfg.item_bytes;
+		srsv__flush_space(s, to_reclaim, state, true);
+		srsv__lock(&s->lock);
+		/*
+		 * Judge the flush by its own pool (writers keep reserving
+		 * meanwhile, so the totals would hide it): a commit that
+		 * unpinned nothing or a writeback that wrote nothing did not
+		 * help, and repeating it at once would only burn CPU.
+		 */
+		if (progress_mark(s, state) != mark ||
+		    s->tickets_id != tickets_id) {
+			progress++;
+			fruitless = 0;
+		} else {
+			fruitless++;
+		}
+	}
+	/*
+	 * We started early enough: upstream's test is "one loop was enough
+	 * and nobody waits".  Runs reclaim a quarter per loop and seldom end
+	 * after one, so upstream's clamp mostly only goes up; ours also comes
+	 * down after any run that flushed until it was no longer needed
+	 * without a single ticket being queued meanwhile.
+	 */
+	if (loops && !srsv__ld(&s->reclaim_size) &&
+	    (loops == 1 || (satisfied && s->stat_queued == queued)) &&
+	    !(ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP)) {
+		uint64_t clamp = srsv__ld(&s->clamp);
+
+		if (clamp > 1)
+			srsv__st(&s->clamp, clamp - 1);
+	}
+	srsv__trace_dump(s, SRSV__DUMP_DONE_PREEMPTIVE_RECLAIM);
+	srsv__unlock(&s->lock);
+
+	/*
+	 * A run that ended on fruitless flushes backs off before the next
+	 * one may be queued; a run that helped clears the back-off.
+	 */
+	backoff = srsv__ld(&ctx->preempt_backoff_ns);
+	if (fruitless >= SRSV__PREEMPT_MAX_FRUITLESS) {
+		backoff = backoff ? srsv__min(backoff * 2,
+					      SRSV__PREEMPT_BACKOFF_MAX_NS) :
+				    SRSV__PREEMPT_BACKOFF_MIN_NS;
+		srsv__st(&ctx->preempt_backoff_ns, backoff);
+		srsv__st(&ctx->preempt_backoff_until, srsv__now_ns() + backoff);
+	} else if (progress && backoff) {
+		srsv__st(&ctx->preempt_backoff_ns, 0);
+		srsv__st(&ctx->preempt_backoff_until, 0);
+	}
+	AO_store_release(&ctx->preempt_busy, 0);
+}

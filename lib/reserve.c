@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reserve path and reservation tickets (btrfs's __reserve_bytes and
+ * handle_reserve_ticket).
+ *
+ * HOW A RESERVATION IS MADE
+ *
+ * 1. Queue-jumping rule.  FLUSH_ALL, FLUSH_ALL_STEAL and NO_FLUSH must not
+ *    pass any queued ticket ("we don't want NO_FLUSH allocations to jump
+ *    everybody"); FLUSH_LIMIT, FLUSH_EVICT, FLUSH_DATA,
+ *    FLUSH_FREE_SPACE_INODE and FLUSH_EMERGENCY only respect priority
+ *    tickets.  (FLUSH_DATA passing queued data tickets is btrfs's rule too:
+ *    its is_normal_flushing() covers ALL and ALL_STEAL only.)
+ * 2. Fast path.  No ticket to respect and the bytes fit (plainly, or within
+ *    the overcommit allowance for metadata): charge may_use with a
+ *    compare-and-swap.  No lock is taken, so reserve+release with room costs
+ *    two atomic operations, like a bare bounded counter.
+ * 3. Under the pool lock the same check is made again (the lock-free view
+ *    may have double-counted bytes moving between counters), then
+ *    FLUSH_EMERGENCY may take anything that physically fits, ignoring other
+ *    reservations, NO_FLUSH and EMERGENCY fail with -ENOSPC, and the other
+ *    modes queue a ticket: normal modes (ALL, ALL_STEAL, DATA) on the FIFO
+ *    served by the async worker, which they wake if it is idle (raising the
+ *    preemptive clamp: preemptive flushing did not keep up); priority modes
+ *    (LIMIT, EVICT, FREE_SPACE_INODE) on the priority FIFO, flushing their
+ *    own state array in the caller's thread.
+ * 4. A successful metadata reservation queues the preemptive flusher when
+ *    need_preemptive_reclaim() says so and it is not already busy.
+ * 5. A ticket ends exactly once, under the pool lock: granted (bytes = 0),
+ *    failed, timed out or cancelled.  A timeout or cancellation removes the
+ *    ticket under the lock, so a grant is never lost: either the grant came
+ *    first and the caller holds the bytes, or the ticket left the queue and
+ *    nothing was charged (btrfs's -EINTR rule, and the granted-and-errored
+ *    race it once had).
+ *
+ * NOWAIT never takes a sleeping lock: the fast path is lock-free, the
+ * locked re-check is try-locked, and anything that would need a ticket is
+ * -EAGAIN.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "trace.h"
+
+static inline struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
+{
+	return (struct srsv__ticket *)(void *)t;
+}
+
+/* Modes a pool kind takes (btrfs asserts the same split). */
+static bool mode_valid_for(const struct srsv_space *s, int mode)
+{
+	switch (mode) {
+	case SRSV_NO_FLUSH:
+		return true;
+	case SRSV_FLUSH_DATA:
+	case SRSV_FLUSH_FREE_SPACE_INODE:
+		return s->is_data;
+	case SRSV_FLUSH_LIMIT:
+	case SRSV_FLUSH_EVICT:
+	case SRSV_FLUSH_ALL:
+	case SRSV_FLUSH_ALL_STEAL:
+	case SRSV_FLUSH_EMERGENCY:
+		return !s->is_data || s->is_metadata;
+	default:
+		return false;
+	}
+}
+
+static bool can_ticket(int mode)
+{
+	return mode != SRSV_NO_FLUSH && mode != SRSV_FLUSH_EMERGENCY;
+}
+
+/* Normal tickets, served by the async worker; the others are priority. */
+static bool is_async_mode(int mode)
+{
+	return mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
+	       mode == SRSV_FLUSH_DATA;
+}
+
+static bool pending_for(const struct srsv_space *s, int mode)
+{
+	uint64_t waiting = (uint64_t)AO_load_acquire(
+		(volatile AO_t *)&s->waiting);
+
+	if (mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
+	    mode == SRSV_NO_FLUSH)
+		return waiting != 0;
+	return (waiting >> 32) != 0;
+}
+
+/* One admission attempt: steps 1-3 of the essay minus the ticket. */
+static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode)
+{
+	if (!pending_for(s, mode) && srsv__space_try_charge(s, bytes, mode))
+		return true;
+	/*
+	 * "Things are dire": FLUSH_EMERGENCY takes anything that physically
+	 * fits, whatever is queued or reserved.
+	 */
+	return mode == SRSV_FLUSH_EMERGENCY &&
+	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY);
+}
+
+void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
+{
+	srsv__assert_held(&s->lock);
+	if (srsv__list_empty(&t->node))
+		return;
+	srsv__list_del_init(&t->node);
+	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) - t->bytes);
+	AO_fetch_and_add_full(&s->waiting,
+			      (AO_t)0 - (t->priority ? (AO_t)1 << 32 : 1));
+}
+
+void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
+{
+	srsv__assert_held(&s->lock);
+	t->error = error;
+	if (error)
+		s->stat_failed++;
+	else
+		s->stat_granted++;
+	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error,
+			       srsv__now_ns() - t->start_ns);
+	/*
+	 * Signal before publishing DONE: the waiter re-checks the state under
+	 * the lock we hold, and once DONE is visible (lock-free, in
+	 * ticket_wait) nobody touches the condition variable any more, so the
+	 * owner may destroy it without the lock.
+	 */
+	pthread_cond_signal(&t->cond);
+	AO_store_release(&t->state, SRSV__TICKET_DONE);
+}
+
+bool srsv__ctx_enter(struct srsv_ctx *ctx)
+{
+	AO_fetch_and_add1_full(&ctx->active);
+	if (srsv__ld(&ctx->closing)) {
+		srsv__ctx_leave(ctx);
+		return false;
+	}
+	return true;
+}
+
+void srsv__ctx_leave(struct srsv_ctx *ctx)
+{
+	AO_fetch_and_sub1_full(&ctx->active);
+}
+
+static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,
+		      unsigned flags)
+{
+	if (!s || bytes == 0 || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)SRSV_RESERVE_NOWAIT))
+		return -EINVAL;
+	if (!mode_valid_for(s, mode))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * A request no flushing can satisfy: larger than the pool could ever
+ * become (its total plus all unallocated space).  Fail it at once instead
+ * of letting it block the FIFO until the commit cycles give up.
+ */
+static bool impossible(const struct srsv_space *s, uint64_t bytes)
+{
+	uint64_t room = srsv__space_counter(s, SRSV__TOTAL) +
+			srsv__ld(&s->ctx->unallocated);
+
+	return bytes > room;
+}
+
+/*
+ * Queue @t for @bytes; pool lock held.  Returns 0 if the grant attempt
+ * right after queueing (the other half of the no-lost-wake-up protocol)
+ * already granted it.
+ */
+static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
+			uint64_t bytes, int mode)
+{
+	bool priority = !is_async_mode(mode);
+	int ret;
+
+	ret = srsv__cond_init(&t->cond);
+	if (ret)
+		return ret;
+	t->cond_ready = true;
+	t->bytes = bytes;
+	t->priority = priority;
+	t->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
+	t->start_ns = srsv__now_ns();
+	AO_store(&t->state, SRSV__TICKET_QUEUED);
+	srsv__list_add_tail(&t->node, priority ? &s->priority_tickets :
+			    &s->tickets);
+	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) + bytes);
+	AO_fetch_and_add_full(&s->waiting, priority ? (AO_t)1 << 32 : 1);
+	s->stat_queued++;
+	srsv__trace_ticket_add(s, bytes, mode, priority);
+
+	/* A lock-free release may have missed our increment of waiting. */
+	srsv__try_grant_tickets(s);
+	if (AO_load(&t->state) == SRSV__TICKET_DONE) {
+		pthread_cond_destroy(&t->cond);
+		t->cond_ready = false;
+		return t->error;
+	}
+
+	if (!priority && !s->flush) {
+		/*
+		 * We were forced to queue: preemptive flushing did not keep
+		 * up.  Clamp down its threshold before waking the flusher.
+		 */
+		srsv__maybe_clamp_preempt(s);
+		s->flush = true;
+		srsv__trace_trigger_flush(s, bytes, mode, SRSV__REASON_ENOSPC);
+		srsv__queue_async_reclaim(s, bytes, mode);
+	}
+	return -EINPROGRESS;
+}
+
+static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
+			 uint64_t bytes, int mode, unsigned flags)
+{
+	struct srsv_ctx *ctx;
+	int ret;
+
+	ret = check_args(s, bytes, mode, flags);
+	if (ret)
+		return ret;
+
+	/* Fast path: lock-free. */
+	if (try_reserve(s, bytes, mode)) {
+		srsv__trace_reserve(s, bytes, mode, flags, 0);
+		if (s->is_metadata)
+			srsv__maybe_queue_preempt(s, bytes, mode);
+		return 0;
+	}
+
+	ctx = s->ctx;
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		/* Only a try-lock: any contention is an answer of -EAGAIN. */
+		ret = -EAGAIN;
+		if (srsv__trylock(&s->lock)) {
+			if (try_reserve(s, bytes, mode))
+				ret = 0;
+			srsv__unlock(&s->lock);
+		}
+		srsv__trace_reserve(s, bytes, mode, flags, ret);
+		/* Queueing the preemptive worker never blocks (CAS + sem_post). */
+		if (!ret && s->is_metadata)
+			srsv__maybe_queue_preempt(s, bytes, mode);
+		return ret;
+	}
+	if (impossible(s, bytes)) {
+		srsv__trace_reserve(s, bytes, mode, flags, -ENOSPC);
+		return -ENOSPC;
+	}
+	if (!srsv__ctx_enter(ctx))
+		return -ESHUTDOWN;
+
+	srsv__lock(&s->lock);
+	if (srsv__ld(&ctx->closing)) {
+		ret = -ESHUTDOWN;
+	} else if (try_reserve(s, bytes, mode)) {
+		ret = 0;
+	} else if (!can_ticket(mode)) {
+		ret = -ENOSPC;
+	} else if (srsv__in_callback()) {
+		/* A flusher waiting for itself would never wake. */
+		ret = -EDEADLK;
+	} else if (srsv__ld(&ctx->error)) {
+		ret = (int)(int64_t)srsv__ld(&ctx->error);
+	} else {
+		memset(t, 0, sizeof(*t));
+		srsv__list_init(&t->node);
+		t->magic = SRSV__TICKET_MAGIC;
+		t->space = s;
+		t->mode = mode;
+		t->orig_bytes = bytes;
+		ret = queue_ticket(s, t, bytes, mode);
+	}
+	if (ret == 0 && s->is_metadata)
+		srsv__maybe_queue_preempt(s, bytes, mode);
+	srsv__unlock(&s->lock);
+	srsv__ctx_leave(ctx);
+	srsv__trace_reserve(s, bytes, mode, flags, ret);
+	return ret;
+}
+
+static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
+{
+	struct srsv_space *s = t->space;
+	struct srsv_ctx *ctx = s->ctx;
+	struct timespec deadline_ts, *deadline = NULL;
+	int ret;
+
+	if (AO_load_acquire(&t->state) == SRSV__TICKET_DONE)
+		goto done;
+	if (timeout_ns != UINT64_MAX) {
+		srsv__deadline(&deadline_ts, timeout_ns);
+		deadline = &deadline_ts;
+	}
+	/*
+	 * Counted even while closing: shutdown ends our ticket and then waits
+	 * for us to leave the pool before the ctx can be freed.
+	 */
+	AO_fetch_and_add1_full(&ctx->active);
+	srsv__lock(&s->lock);
+	if (timeout_ns == 0) {
+		ret = AO_load(&t->state) == SRSV__TICKET_DONE ? t->error :
+		      -EINPROGRESS;
+		srsv__unlock(&s->lock);
+		srsv__ctx_leave(ctx);
+		return ret;
+	}
+	if (t->priority && AO_load(&t->state) == SRSV__TICKET_QUEUED) {
+		srsv__unlock(&s->lock);
+		srsv__priority_reclaim(s, t, deadline);
+		srsv__lock(&s->lock);
+	}
+	while (AO_load(&t->state) == SRSV__TICKET_QUEUED) {
+		if (srsv__cond_wait(&s->lock, &t->cond, deadline) == ETIMEDOUT &&
+		    AO_load(&t->state) == SRSV__TICKET_QUEUED) {
+			srsv__ticket_remove(s, t);
+			srsv__ticket_end(s, t, -ETIMEDOUT);
+			/* A large head ticket leaving may let smaller ones in. */
+			srsv__try_grant_tickets(s);
+		}
+	}
+	srsv__unlock(&s->lock);
+	srsv__ctx_leave(ctx);
+done:
+	if (t->cond_ready) {
+		/* DONE is published after the last signal: see ticket_end. */
+		pthread_cond_destroy(&t->cond);
+		t->cond_ready = false;
+	}
+	return t->error;
+}
+
+SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
+				     struct srsv_ticket *ticket, uint64_t bytes,
+				     enum srsv_flush mode, unsigned flags)
+{
+	struct srsv__ticket *t = ticket_impl(ticket);
+	int ret;
+
+	if (!ticket)
+		return -EINVAL;
+	ret = reserve_start(s, t, bytes, (int)mode, flags);
+	if (ret != -EINPROGRESS) {
+		/* Finished at once: make wait/cancel report it. */
+		memset(t, 0, sizeof(*t));
+		srsv__list_init(&t->node);
+		t->magic = SRSV__TICKET_MAGIC;
+		t->space = s;
+		t->error = ret;
+		AO_store_release(&t->state, SRSV__TICKET_DONE);
+	}
+	return ret;
+}
+
+SRSV__EXPORT int srsv_ticket_wait(struct srsv_ticket *ticket,
+				  uint64_t timeout_ns)
+{
+	struct srsv__ticket *t = ticket_impl(ticket);
+
+	if (!ticket || t->magic != SRSV__TICKET_MAGIC ||
+	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE)
+		return -EINVAL;
+	return ticket_wait(t, timeout_ns);
+}
+
+SRSV__EXPORT int srsv_ticket_cancel(struct srsv_ticket *ticket)
+{
+	struct srsv__ticket *t = ticket_impl(ticket);
+	struct srsv_space *s;
+	int ret = -EALREADY;
+
+	if (!ticket || t->magic != SRSV__TICKET_MAGIC ||
+	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE)
+		return -EINVAL;
+	s = t->space;
+	if (!s)
+		return -EALREADY;
+	srsv__lock(&s->lock);
+	if (AO_load(&t->state) == SRSV__TICKET_QUEUED) {
+		srsv__ticket_remove(s, t);
+		srsv__ticket_end(s, t, -ECANCELED);
+		/* A large head ticket leaving may let smaller ones in. */
+		srsv__try_grant_tickets(s);
+		ret = 0;
+	}
+	srsv__unlock(&s->lock);
+	return ret;
+}
+
+static int reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
+			    unsigned flags, uint64_t timeout_ns)
+{
+	struct srsv__ticket t;
+	int ret;
+
+	ret = reserve_start(s, &t, bytes, mode, flags);
+	if (ret != -EINPROGRESS)
+		return ret;
+	if (timeout_ns == 0) {
+		/* "Do not wait at all": take the ticket back unless granted. */
+		srsv__lock(&s->lock);
+		if (AO_load(&t.state) == SRSV__TICKET_QUEUED) {
+			srsv__ticket_remove(s, &t);
+			srsv__ticket_end(s, &t, -ETIMEDOUT);
+			srsv__try_grant_tickets(s);
+		}
+		srsv__unlock(&s->lock);
+	}
+	return ticket_wait(&t, timeout_ns);
+}
+
+SRSV__EXPORT int srsv_space_reserve(struct srsv_space *s, uint64_t bytes,
+				    enum srsv_flush mode, unsigned flags)
+{
+	return reserve_blocking(s, bytes, (int)mode, flags, UINT64_MAX);
+}
+
+SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
+					    uint64_t bytes,
+					    enum srsv_flush mode,
+					    unsigned flags, uint64_t timeout_ns)
+{
+	return reserve_blocking(s, bytes, (int)mode, flags, timeout_ns);
+}

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Block reservations (btrfs's block-rsv.c).
+ *
+ * An rsv keeps a target @size and holds @reserved bytes of its pool's
+ * may_use, so a subsystem can draw small amounts without touching the pool
+ * (and without its shared admission word).  Releasing shrinks the size and
+ * lets what is held above it spill: a deferred-items rsv tops up the global
+ * reserve, any other rsv tops up the delayed-refs rsv (both only within the
+ * same pool and up to their free room), and the rest returns to the pool,
+ * where it grants waiting tickets.
+ *
+ * The global reserve is the emergency supply: sized by the engine, filled
+ * unconditionally (it may overcommit the pool, as btrfs's), drawn from by
+ * the use_block_rsv fallback chain and stolen from by FLUSH_ALL_STEAL and
+ * FLUSH_EVICT tickets that would otherwise fail, as long as it keeps 10% of
+ * its size.
+ *
+ * Locking: pool lock, then rsv lock.  An rsv's reserved and size are
+ * mirrored into lock-free words of the ctx for the standard rsvs, because
+ * the preemptive heuristic reads them on the reservation fast path.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "trace.h"
+
+#define SRSV__RSV_MAGIC 0x72737621u	/* "rsv!" */
+/* btrfs keeps 10% of the global reserve out of reach of stealing. */
+#define SRSV__GLOBAL_STEAL_KEEP_PERCENT 10
+
+static bool rsv_valid(const struct srsv_rsv *rsv)
+{
+	return rsv && rsv->magic == SRSV__RSV_MAGIC && rsv->space;
+}
+
+static struct srsv_ctx *rsv_ctx(const struct srsv_rsv *rsv)
+{
+	return rsv->space->ctx;
+}
+
+static bool is_std(const struct srsv_rsv *rsv)
+{
+	struct srsv_ctx *ctx = rsv_ctx(rsv);
+
+	return rsv->type >= 0 && rsv->type < SRSV_RSV_TYPE_COUNT &&
+	       rsv == &ctx->std_rsv[rsv->type];
+}
+
+/* Publish a standard rsv's figures for lock-free readers; rsv lock held. */
+static void sync_mirror(struct srsv_rsv *rsv)
+{
+	struct srsv_ctx *ctx;
+	uint64_t old;
+
+	if (!is_std(rsv))
+		return;
+	ctx = rsv_ctx(rsv);
+	old = srsv__ld(&ctx->std_rsv_reserved[rsv->type]);
+	if (rsv->reserved < old)
+		AO_fetch_and_add(&ctx->std_rsv_drained[rsv->type],
+				 (AO_t)(old - rsv->reserved));
+	srsv__st(&ctx->std_rsv_reserved[rsv->type], rsv->reserved);
+	srsv__st(&ctx->std_rsv_size[rsv->type], rsv->size);
+}
+
+uint64_t srsv__std_rsv_reserved(struct srsv_ctx *ctx, int type)
+{
+	return srsv__ld(&ctx->std_rsv_reserved[type]);
+}
+
+uint64_t srsv__std_rsv_size(struct srsv_ctx *ctx, int type)
+{
+	return srsv__ld(&ctx->std_rsv_size[type]);
+}
+
+struct srsv_space *srsv__metadata_space(struct srsv_ctx *ctx)
+{
+	return ctx->spaces[SRSV_POOL_MIXED] ? ctx->spaces[SRSV_POOL_MIXED] :
+					      ctx->spaces[SRSV_POOL_METADATA];
+}
+
+int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type)
+{
+	int ret;
+
+	memset(rsv, 0, sizeof(*rsv));
+	ret = -pthread_mutex_init(&rsv->lock, NULL);
+	if (ret)
+		return ret;
+	rsv->space = s;
+	rsv->type = type;
+	rsv->full = true;	/* 0 >= 0 */
+	rsv->magic = SRSV__RSV_MAGIC;
+	return 0;
+}
+
+void srsv__rsv_teardown(struct srsv_rsv *rsv)
+{
+	pthread_mutex_destroy(&rsv->lock);
+	rsv->magic = 0;
+}
+
+static void rsv_lock(struct srsv_rsv *rsv)
+{
+	pthread_mutex_lock(&rsv->lock);
+	srsv__lock_note(true);
+}
+
+/* NOWAIT callers: never sleeps. */
+static bool rsv_trylock(struct srsv_rsv *rsv)
+{
+	bool ok = pthread_mutex_trylock(&rsv->lock) == 0;
+
+	if (ok)
+		srsv__lock_note(false);
+	else
+		srsv__lock_note_busy();
+	return ok;
+}
+
+static void rsv_unlock(struct srsv_rsv *rsv)
+{
+	pthread_mutex_unlock(&rsv->lock);
+}
+
+/* btrfs_block_rsv_add_bytes(); rsv lock held. */
+static void add_bytes_locked(struct srsv_rsv *rsv, uint64_t bytes,
+			     bool update_size)
+{
+	rsv->reserved += bytes;
+	if (update_size)
+		rsv->size += bytes;
+	else if (rsv->reserved >= rsv->size)
+		rsv->full = true;
+	sync_mirror(rsv);
+}
+
+/*
+ * Credit freshly reserved pool bytes to @rsv.  NOWAIT callers only try the
+ * lock; when it is busy the bytes go back to the pool and the answer is
+ * -EAGAIN.
+ */
+static int credit(struct srsv_rsv *rsv, uint64_t bytes, bool update_size,
+		  unsigned flags)
+{
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		if (!rsv_trylock(rsv)) {
+			srsv__space_release_nowait(rsv->space, bytes);
+			return -EAGAIN;
+		}
+	} else {
+		rsv_lock(rsv);
+	}
+	add_bytes_locked(rsv, bytes, update_size);
+	rsv_unlock(rsv);
+	return 0;
+}
+
+static void add_bytes(struct srsv_rsv *rsv, uint64_t bytes, bool update_size)
+{
+	credit(rsv, bytes, update_size, 0);
+}
+
+/* btrfs_block_rsv_use_bytes(). */
+static int use_bytes(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	int ret = -ENOSPC;
+
+	rsv_lock(rsv);
+	if (rsv->reserved >= bytes) {
+		rsv->reserved -= bytes;
+		if (rsv->reserved < rsv->size)
+			rsv->full = false;
+		sync_mirror(rsv);
+		ret = 0;
+	}
+	rsv_unlock(rsv);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_rsv_init(struct srsv_rsv *rsv, struct srsv_space *space,
+			       enum srsv_rsv_type type)
+{
+	if (!rsv || !space || type == SRSV_RSV_GLOBAL || (int)type < 0 ||
+	    type >= SRSV_RSV_TYPE_COUNT)
+		return -EINVAL;
+	return srsv__rsv_init(rsv, space, type);
+}
+
+SRSV__EXPORT int srsv_rsv_destroy(struct srsv_rsv *rsv)
+{
+	int ret;
+
+	if (!rsv_valid(rsv) || is_std(rsv))
+		return -EINVAL;
+	ret = srsv_rsv_release(rsv, SRSV_RSV_ALL, NULL);
+	if (ret)
+		return ret;
+	srsv__rsv_teardown(rsv);
+	return 0;
+}
+
+SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
+			      enum srsv_flush mode, unsigned flags)
+{
+	int ret;
+
+	if (!rsv_valid(rsv) || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	ret = srsv_space_reserve(rsv->space, bytes, mode, flags);
+	if (!ret)
+		ret = credit(rsv, bytes, true, flags);
+	srsv__trace_rsv(rsv, SRSV__RSV_ADD, bytes, ret);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
+				 enum srsv_flush mode, unsigned flags)
+{
+	uint64_t missing = 0;
+	int ret;
+
+	if (!rsv_valid(rsv) || min_reserved > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		if (!rsv_trylock(rsv))
+			return -EAGAIN;
+	} else {
+		rsv_lock(rsv);
+	}
+	if (rsv->reserved < min_reserved)
+		missing = min_reserved - rsv->reserved;
+	rsv_unlock(rsv);
+	if (!missing)
+		return 0;
+	ret = srsv_space_reserve(rsv->space, missing, mode, flags);
+	if (!ret)
+		ret = credit(rsv, missing, false, flags);
+	srsv__trace_rsv(rsv, SRSV__RSV_REFILL, missing, ret);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_rsv_use(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	int ret;
+
+	if (!rsv_valid(rsv) || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	ret = use_bytes(rsv, bytes);
+	srsv__trace_rsv(rsv, SRSV__RSV_USE, bytes, ret);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
+				  uint64_t bytes, bool update_size)
+{
+	int ret;
+
+	if (!rsv_valid(src) || !rsv_valid(dst) || src == dst ||
+	    src->space != dst->space || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	ret = use_bytes(src, bytes);
+	if (!ret)
+		add_bytes(dst, bytes, update_size);
+	srsv__trace_rsv(src, SRSV__RSV_MIGRATE, bytes, ret);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent)
+{
+	int ret = -ENOSPC;
+
+	if (!rsv_valid(rsv) || min_percent > 100)
+		return -EINVAL;
+	rsv_lock(rsv);
+	if (rsv->reserved >= srsv__mult_perc(rsv->size, min_percent))
+		ret = 0;
+	rsv_unlock(rsv);
+	return ret;
+}
+
+/* Where released excess goes (btrfs_block_rsv_release()). */
+static struct srsv_rsv *spill_target(struct srsv_rsv *rsv)
+{
+	struct srsv_ctx *ctx = rsv_ctx(rsv);
+	struct srsv_rsv *global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	struct srsv_rsv *delrefs = &ctx->std_rsv[SRSV_RSV_DELREFS];
+	struct srsv_rsv *target = NULL;
+
+	if (rsv->type == SRSV_RSV_DELOPS) {
+		target = ctx->std_rsv_ready[SRSV_RSV_GLOBAL] ? global : NULL;
+	} else if (rsv != global && ctx->std_rsv_ready[SRSV_RSV_DELREFS] &&
+		   rsv != delrefs) {
+		/* The full test is repeated under its lock when spilling. */
+		target = delrefs;
+	}
+	if (target && target->space != rsv->space)
+		target = NULL;
+	return target;
+}
+
+SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
+				  uint64_t *released)
+{
+	struct srsv_rsv *target;
+	uint64_t excess = 0, spilled = 0;
+
+	if (!rsv_valid(rsv))
+		return -EINVAL;
+	rsv_lock(rsv);
+	if (bytes == SRSV_RSV_ALL) {
+		bytes = rsv->size;
+	} else if (bytes > rsv->size) {
+		rsv_unlock(rsv);
+		return -EINVAL;
+	}
+	rsv->size -= bytes;
+	if (rsv->reserved >= rsv->size) {
+		excess = rsv->reserved - rsv->size;
+		rsv->reserved = rsv->size;
+		rsv->full = true;
+	}
+	sync_mirror(rsv);
+	rsv_unlock(rsv);
+	if (released)
+		*released = excess;
+	srsv__trace_rsv(rsv, SRSV__RSV_RELEASE, excess, 0);
+	if (!excess)
+		return 0;
+
+	target = spill_target(rsv);
+	if (target) {
+		rsv_lock(target);
+		if (!target->full && target->size > target->reserved) {
+			spilled = srsv__min(excess, target->size - target->reserved);
+			add_bytes_locked(target, spilled, false);
+		}
+		rsv_unlock(target);
+		if (spilled)
+			srsv__trace_rsv(target, SRSV__RSV_SPILL, spilled, 0);
+	}
+	if (excess > spilled)
+		srsv_space_release(rsv->space, excess - spilled);
+	return 0;
+}
+
+/*
+ * Refill the global reserve to its size or give back its excess
+ * (btrfs_update_global_block_rsv()); pool lock held.
+ */
+static void global_settle(struct srsv_ctx *ctx, struct srsv_space *s)
+{
+	struct srsv_rsv *global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	uint64_t delta;
+
+	srsv__assert_held(&s->lock);
+	rsv_lock(global);
+	if (global->reserved < global->size) {
+		/* Unconditional: the global reserve may overcommit. */
+		delta = global->size - global->reserved;
+		srsv__may_use_add(s, delta);
+		global->reserved = global->size;
+	} else if (global->reserved > global->size) {
+		delta = global->reserved - global->size;
+		srsv__may_use_sub(s, delta);
+		global->reserved = global->size;
+		srsv__try_grant_tickets(s);
+	}
+	global->full = true;
+	/* A reserve as large as the pool: the pool must grow. */
+	if (global->size >= srsv__space_counter(s, SRSV__TOTAL))
+		s->force_alloc = true;
+	sync_mirror(global);
+	rsv_unlock(global);
+}
+
+SRSV__EXPORT int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx,
+					    uint64_t bytes)
+{
+	struct srsv_rsv *global;
+	struct srsv_space *s;
+
+	if (!ctx || bytes > SRSV_MAX_BYTES || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL])
+		return -EINVAL;
+	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	s = global->space;
+	srsv__lock(&s->lock);
+	rsv_lock(global);
+	global->size = bytes;
+	rsv_unlock(global);
+	global_settle(ctx, s);
+	srsv__unlock(&s->lock);
+	srsv__trace_rsv(global, SRSV__RSV_RESIZE_GLOBAL, bytes, 0);
+	return 0;
+}
+
+bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	struct srsv_rsv *global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	uint64_t keep;
+
+	srsv__assert_held(&s->lock);
+	if (!t->steal || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL] ||
+	    global->space != s)
+		return false;
+	rsv_lock(global);
+	keep = srsv__mult_perc(global->size, SRSV__GLOBAL_STEAL_KEEP_PERCENT);
+	if (global->reserved < keep + t->bytes) {
+		rsv_unlock(global);
+		return false;
+	}
+	/* The bytes change hands inside may_use: no counter moves. */
+	global->reserved -= t->bytes;
+	if (global->reserved < global->size)
+		global->full = false;
+	sync_mirror(global);
+	rsv_unlock(global);
+	srsv__trace_rsv(global, SRSV__RSV_STEAL, t->bytes, 0);
+	srsv__ticket_remove(s, t);
+	t->bytes = 0;
+	s->tickets_id++;
+	srsv__ticket_end(s, t, 0);
+	return true;
+}
+
+SRSV__EXPORT int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
+				       struct srsv_rsv **used_rsv)
+{
+	struct srsv_ctx *ctx;
+	struct srsv_rsv *global, *paid = rsv;
+	bool global_updated = false, failfast;
+	uint64_t size;
+	int ret;
+
+	if (!rsv_valid(rsv) || bytes == 0 || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	ctx = rsv_ctx(rsv);
+	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	rsv_lock(rsv);
+	size = rsv->size;
+	failfast = rsv->failfast;
+	rsv_unlock(rsv);
+	if (size == 0)
+		goto try_reserve;
+again:
+	ret = use_bytes(rsv, bytes);
+	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_USE, bytes, ret);
+	if (!ret)
+		goto out;
+	if (failfast)
+		return ret;
+	if (rsv == global && !global_updated) {
+		global_updated = true;
+		srsv__lock(&rsv->space->lock);
+		global_settle(ctx, rsv->space);
+		srsv__unlock(&rsv->space->lock);
+		srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_GLOBAL_REFILL, bytes, 0);
+		goto again;
+	}
+try_reserve:
+	ret = srsv_space_reserve(rsv->space, bytes, SRSV_NO_FLUSH, 0);
+	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_NO_FLUSH, bytes, ret);
+	if (!ret)
+		goto out;
+	/* The pool is short: borrow from the global reserve if it is ours. */
+	if (rsv != global && ctx->std_rsv_ready[SRSV_RSV_GLOBAL] &&
+	    global->space == rsv->space) {
+		ret = use_bytes(global, bytes);
+		srsv__trace_rsv(global, SRSV__RSV_FALLBACK_FROM_GLOBAL, bytes, ret);
+		if (!ret) {
+			paid = global;
+			goto out;
+		}
+	}
+	/*
+	 * All hope is lost, but reservations are pessimistic: if the bytes
+	 * physically fit, take them rather than fail the engine's operation.
+	 */
+	ret = srsv_space_reserve(rsv->space, bytes, SRSV_FLUSH_EMERGENCY, 0);
+	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_EMERGENCY, bytes, ret);
+	if (ret)
+		return ret;
+out:
+	if (used_rsv)
+		*used_rsv = paid;
+	return 0;
+}
+
+SRSV__EXPORT int srsv_rsv_set_failfast(struct srsv_rsv *rsv, bool failfast)
+{
+	if (!rsv_valid(rsv))
+		return -EINVAL;
+	rsv_lock(rsv);
+	rsv->failfast = failfast;
+	rsv_unlock(rsv);
+	return 0;
+}
+
+SRSV__EXPORT int srsv_rsv_get_info(struct srsv_rsv *rsv,
+				   struct srsv_rsv_info *info)
+{
+	if (!rsv_valid(rsv) || !info)
+		return -EINVAL;
+	rsv_lock(rsv);
+	info->size = rsv->size;
+	info->reserved = rsv->reserved;
+	info->type = rsv->type;
+	info->full = rsv->full;
+	info->failfast = rsv->failfast;
+	rsv_unlock(rsv);
+	return 0;
+}
+
+SRSV__EXPORT struct srsv_rsv *srsv_ctx_rsv(struct srsv_ctx *ctx,
+					   enum srsv_rsv_type type)
+{
+	if (!ctx || (int)type < 0 || type >= SRSV_RSV_TYPE_COUNT ||
+	    !ctx->std_rsv_ready[type])
+		return NULL;
+	return &ctx->std_rsv[type];
+}

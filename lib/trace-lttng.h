@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tracing-enabled side of lib/trace.h: each srsv__trace_*() function
+ * fires one tracepoint of provider "spacersv" (tracepoints/spacersv_tp.h).
+ * Included by lib/trace.h only, after struct srsv__dump and the trace enums
+ * are defined, when the library is built with -Dtracing=enabled.
+ *
+ * Cost when no session records the event: one load of the tracepoint's
+ * state word and a predicted branch (lttng_ust_tracepoint_enabled());
+ * everything else -- the pointer chasing below (s->ctx, s->kind), the
+ * space dump (every counter and the standard rsvs, filled only then), the
+ * probe call -- happens only while a session records that event.  What the
+ * wrappers cannot save is what the caller computes for their arguments (a
+ * clock read for wait_ns, for instance): callers keep those cheap.
+ */
+#ifndef SRSV_TRACE_LTTNG_H
+#define SRSV_TRACE_LTTNG_H
+
+#ifndef SRSV_TRACE_H
+#error "include trace.h, not trace-lttng.h"
+#endif
+
+#include <stdint.h>
+
+/* internal.h does not include trace.h: no cycle. */
+#include "internal.h"
+#include "spacersv_tp.h"
+
+/* The ctx of a pool as a trace identifier (0 for NULL, refused input). */
+static inline uint64_t srsv__tp_ctx(const struct srsv_space *s)
+{
+	return s ? (uint64_t)(uintptr_t)s->ctx : 0;
+}
+
+/* The kind of a pool (-1, printed as a number, for NULL). */
+static inline int srsv__tp_pool(const struct srsv_space *s)
+{
+	return s ? s->kind : -1;
+}
+
+/*
+ * Each wrapper is split in two: the inline part tests the tracepoint's
+ * state and nothing else; the call itself is a separate cold function.
+ * Inlined whole, the probe call's register pressure made the compiler save
+ * five callee-saved registers in the prologue of every caller, on the
+ * fast path too (seen in srsv__may_use_add() with gcc 12 -O2); split, the
+ * disabled cost is the load and the branch, and the recording code lives
+ * in .text.unlikely.  "unused": a file that fires only some events
+ * compiles the other copies away without a warning.
+ */
+#define SRSV__TP_COLD static __attribute__((noinline, cold, unused))
+
+SRSV__TP_COLD void srsv__tp_reserve(const struct srsv_space *s, uint64_t bytes,
+				    int mode, unsigned flags, int ret)
+{
+	lttng_ust_do_tracepoint(spacersv, reserve, srsv__tp_ctx(s),
+				srsv__tp_pool(s), bytes, mode, flags, ret);
+}
+
+static inline void srsv__trace_reserve(const struct srsv_space *s,
+				       uint64_t bytes, int mode,
+				       unsigned flags, int ret)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, reserve))
+		srsv__tp_reserve(s, bytes, mode, flags, ret);
+}
+
+SRSV__TP_COLD void srsv__tp_ticket_add(const struct srsv_space *s,
+				       uint64_t bytes, int mode, bool priority)
+{
+	lttng_ust_do_tracepoint(spacersv, ticket_add, srsv__tp_ctx(s),
+				srsv__tp_pool(s), bytes, mode,
+				priority ? 1 : 0);
+}
+
+static inline void srsv__trace_ticket_add(const struct srsv_space *s,
+					  uint64_t bytes, int mode,
+					  bool priority)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, ticket_add))
+		srsv__tp_ticket_add(s, bytes, mode, priority);
+}
+
+SRSV__TP_COLD void srsv__tp_ticket_end(const struct srsv_space *s,
+				       uint64_t bytes, int mode, int error,
+				       uint64_t wait_ns)
+{
+	lttng_ust_do_tracepoint(spacersv, ticket_end, srsv__tp_ctx(s),
+				srsv__tp_pool(s), bytes, mode, error, wait_ns);
+}
+
+static inline void srsv__trace_ticket_end(const struct srsv_space *s,
+					  uint64_t bytes, int mode, int error,
+					  uint64_t wait_ns)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, ticket_end))
+		srsv__tp_ticket_end(s, bytes, mode, error, wait_ns);
+}
+
+SRSV__TP_COLD void srsv__tp_trigger_flush(const struct srsv_space *s,
+					  uint64_t bytes, int mode, int reason)
+{
+	lttng_ust_do_tracepoint(spacersv, trigger_flush, srsv__tp_ctx(s),
+				srsv__tp_pool(s), bytes, mode, reason);
+}
+
+static inline void srsv__trace_trigger_flush(const struct srsv_space *s,
+					     uint64_t bytes, int mode,
+					     int reason)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, trigger_flush))
+		srsv__tp_trigger_flush(s, bytes, mode, reason);
+}
+
+SRSV__TP_COLD void srsv__tp_flush_space(const struct srsv_space *s, int state,
+					uint64_t bytes, int ret,
+					bool for_preempt)
+{
+	lttng_ust_do_tracepoint(spacersv, flush_space, srsv__tp_ctx(s),
+				srsv__tp_pool(s), state, bytes, ret,
+				for_preempt ? 1 : 0);
+}
+
+static inline void srsv__trace_flush_space(const struct srsv_space *s,
+					   int state, uint64_t bytes, int ret,
+					   bool for_preempt)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, flush_space))
+		srsv__tp_flush_space(s, state, bytes, ret, for_preempt);
+}
+
+SRSV__TP_COLD void srsv__tp_counter(const struct srsv_space *s, int counter,
+				    uint64_t old, int64_t diff)
+{
+	lttng_ust_do_tracepoint(spacersv, counter, srsv__tp_ctx(s),
+				srsv__tp_pool(s), counter, old, diff);
+}
+
+static inline void srsv__trace_counter(const struct srsv_space *s,
+				       int counter, uint64_t old, int64_t diff)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, counter))
+		srsv__tp_counter(s, counter, old, diff);
+}
+
+/*
+ * The dump is filled only when a session records the event: reading every
+ * counter and the standard rsvs is the costly part.
+ */
+SRSV__TP_COLD void srsv__tp_dump(const struct srsv_space *s, int which)
+{
+	struct srsv__dump d;
+
+	srsv__dump_fill(s, &d);
+	if (which == SRSV__DUMP_DONE_PREEMPTIVE_RECLAIM)
+		lttng_ust_do_tracepoint(spacersv, done_preemptive_reclaim,
+					srsv__tp_ctx(s), srsv__tp_pool(s), &d);
+	else
+		lttng_ust_do_tracepoint(spacersv, fail_all_tickets,
+					srsv__tp_ctx(s), srsv__tp_pool(s), &d);
+}
+
+/*
+ * Dump the pool's state as event @which (enum srsv__dump_kind).  Call with
+ * the pool lock held (srsv__dump_fill() needs it).
+ */
+static inline void srsv__trace_dump(const struct srsv_space *s, int which)
+{
+	switch (which) {
+	case SRSV__DUMP_DONE_PREEMPTIVE_RECLAIM:
+		if (lttng_ust_tracepoint_enabled(spacersv,
+						 done_preemptive_reclaim))
+			srsv__tp_dump(s, which);
+		break;
+	case SRSV__DUMP_FAIL_ALL_TICKETS:
+		if (lttng_ust_tracepoint_enabled(spacersv, fail_all_tickets))
+			srsv__tp_dump(s, which);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * rsv->space and rsv->type are set once by srsv_rsv_init() and never
+ * change, so they are read without the rsv lock.  size and reserved are not
+ * recorded: they change under the rsv lock, which the callers may not hold.
+ */
+SRSV__TP_COLD void srsv__tp_rsv(const struct srsv_rsv *rsv, int op,
+				uint64_t bytes, int ret)
+{
+	lttng_ust_do_tracepoint(spacersv, rsv,
+				rsv ? srsv__tp_ctx(rsv->space) : 0,
+				rsv ? srsv__tp_pool(rsv->space) : -1,
+				(uint64_t)(uintptr_t)rsv, rsv ? rsv->type : -1,
+				op, bytes, ret);
+}
+
+static inline void srsv__trace_rsv(const struct srsv_rsv *rsv, int op,
+				   uint64_t bytes, int ret)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, rsv))
+		srsv__tp_rsv(rsv, op, bytes, ret);
+}
+
+SRSV__TP_COLD void srsv__tp_quota(uint64_t id, int op, int kind,
+				  uint64_t bytes, int ret)
+{
+	lttng_ust_do_tracepoint(spacersv, quota, id, op, kind, bytes, ret);
+}
+
+static inline void srsv__trace_quota(uint64_t id, int op, int kind,
+				     uint64_t bytes, int ret)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, quota))
+		srsv__tp_quota(id, op, kind, bytes, ret);
+}
+
+SRSV__TP_COLD void srsv__tp_zone_activate(uint64_t start, int kind, int ret,
+					  unsigned active_left)
+{
+	lttng_ust_do_tracepoint(spacersv, zone_activate, start, kind, ret,
+				active_left);
+}
+
+static inline void srsv__trace_zone_activate(uint64_t start, int kind,
+					     int ret, unsigned active_left)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, zone_activate))
+		srsv__tp_zone_activate(start, kind, ret, active_left);
+}
+
+SRSV__TP_COLD void srsv__tp_zone_finish(uint64_t start, int kind,
+					uint64_t wasted)
+{
+	lttng_ust_do_tracepoint(spacersv, zone_finish, start, kind, wasted);
+}
+
+static inline void srsv__trace_zone_finish(uint64_t start, int kind,
+					   uint64_t wasted)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, zone_finish))
+		srsv__tp_zone_finish(start, kind, wasted);
+}
+
+SRSV__TP_COLD void srsv__tp_zone_hint(int kind, int pool, uint64_t bytes,
+				      uint64_t chosen, unsigned looked)
+{
+	lttng_ust_do_tracepoint(spacersv, zone_hint, kind, pool, bytes, chosen,
+				looked);
+}
+
+static inline void srsv__trace_zone_hint(int kind, int pool, uint64_t bytes,
+					 uint64_t chosen, unsigned looked)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, zone_hint))
+		srsv__tp_zone_hint(kind, pool, bytes, chosen, looked);
+}
+
+#undef SRSV__TP_COLD
+
+#endif /* SRSV_TRACE_LTTNG_H */

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LTTng-UST provider "spacersv": every decision point of the library.
+ *
+ * Do not include this file directly: the library's files include
+ * lib/trace.h, which includes lib/trace-lttng.h (the static inline
+ * srsv__trace_*() wrappers) when tracing is compiled in, which includes this
+ * header.  struct srsv__dump (lib/trace.h) must be defined before this file
+ * is read; the wrappers guarantee it.
+ *
+ * Design rules (docs/tracing.md has the long form, with every field):
+ *
+ * - Arguments are plain scalars computed by the wrappers, so that this
+ *   header and the probe code never need the library's internal structures;
+ *   the one exception is the space dump, passed by pointer because it has
+ *   more fields than a tracepoint takes arguments (10).
+ * - Every pool event starts with the ctx address (an integer: several
+ *   ctxs may live in one process) and the pool kind.
+ * - Every closed set of values (pool kinds, flush modes, flush states, ...)
+ *   is a CTF enumeration, so that babeltrace2 prints names, not numbers.
+ *   The values are those of the public enums (include/libspacersv/types.h,
+ *   rsv.h) and of lib/trace.h and lib/internal.h; a value outside the
+ *   mapping is still recorded (and printed as a number).
+ * - The provider and the tracepoint definitions live in the library itself
+ *   (tracepoints/spacersv_tp.c), so every symbol they create is hidden; the
+ *   version script (lib/libspacersv.sym, local: *) hides the section bounds
+ *   the linker adds.
+ */
+
+#undef LTTNG_UST_TRACEPOINT_PROVIDER
+#define LTTNG_UST_TRACEPOINT_PROVIDER spacersv
+
+#undef LTTNG_UST_TRACEPOINT_INCLUDE
+#define LTTNG_UST_TRACEPOINT_INCLUDE "./spacersv_tp.h"
+
+/*
+ * The tracepoints and the provider are defined in the same module (the
+ * library) that uses them: keep their symbols out of the dynamic symbol
+ * table.  Both must be set before every inclusion of <lttng/tracepoint.h>.
+ */
+#ifndef LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
+#define LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
+#endif
+#ifndef LTTNG_UST_TRACEPOINT_PROVIDER_HIDDEN_DEFINITION
+#define LTTNG_UST_TRACEPOINT_PROVIDER_HIDDEN_DEFINITION
+#endif
+
+#if !defined(SRSV_SPACERSV_TP_H) || defined(LTTNG_UST_TRACEPOINT_HEADER_MULTI_READ)
+#define SRSV_SPACERSV_TP_H
+
+#include <stdint.h>
+
+#include <lttng/tracepoint.h>
+
+/* ---- enumerations ---- */
+
+/* enum srsv_pool */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, pool,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("data", 0)
+		lttng_ust_field_enum_value("metadata", 1)
+		lttng_ust_field_enum_value("system", 2)
+		lttng_ust_field_enum_value("mixed", 3)
+	)
+)
+
+/* enum srsv_flush */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, flush_mode,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("NO_FLUSH", 0)
+		lttng_ust_field_enum_value("FLUSH_LIMIT", 1)
+		lttng_ust_field_enum_value("FLUSH_EVICT", 2)
+		lttng_ust_field_enum_value("FLUSH_DATA", 3)
+		lttng_ust_field_enum_value("FLUSH_FREE_SPACE_INODE", 4)
+		lttng_ust_field_enum_value("FLUSH_ALL", 5)
+		lttng_ust_field_enum_value("FLUSH_ALL_STEAL", 6)
+		lttng_ust_field_enum_value("FLUSH_EMERGENCY", 7)
+	)
+)
+
+/* enum srsv_flush_state (btrfs's values: 0 is unused) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, flush_state,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("DELAYED_ITEMS_NR", 1)
+		lttng_ust_field_enum_value("DELAYED_ITEMS", 2)
+		lttng_ust_field_enum_value("DELAYED_REFS_NR", 3)
+		lttng_ust_field_enum_value("DELAYED_REFS", 4)
+		lttng_ust_field_enum_value("DELALLOC", 5)
+		lttng_ust_field_enum_value("DELALLOC_WAIT", 6)
+		lttng_ust_field_enum_value("DELALLOC_FULL", 7)
+		lttng_ust_field_enum_value("ALLOC_CHUNK", 8)
+		lttng_ust_field_enum_value("ALLOC_CHUNK_FORCE", 9)
+		lttng_ust_field_enum_value("RUN_DELAYED_IPUTS", 10)
+		lttng_ust_field_enum_value("COMMIT_TRANS", 11)
+		lttng_ust_field_enum_value("RESET_ZONES", 12)
+		lttng_ust_field_enum_value("RECLAIM_ZONES", 13)
+	)
+)
+
+/* enum srsv__flush_reason (lib/trace.h) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, flush_reason,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("enospc", 0)
+		lttng_ust_field_enum_value("preempt", 1)
+	)
+)
+
+/* enum srsv__counter (lib/internal.h) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, counter,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("total", 0)
+		lttng_ust_field_enum_value("used", 1)
+		lttng_ust_field_enum_value("reserved", 2)
+		lttng_ust_field_enum_value("pinned", 3)
+		lttng_ust_field_enum_value("readonly", 4)
+		lttng_ust_field_enum_value("zone_unusable", 5)
+		lttng_ust_field_enum_value("may_use", 6)
+	)
+)
+
+/* enum srsv_rsv_type */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, rsv_type,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("global", 0)
+		lttng_ust_field_enum_value("delalloc", 1)
+		lttng_ust_field_enum_value("trans", 2)
+		lttng_ust_field_enum_value("chunk", 3)
+		lttng_ust_field_enum_value("delops", 4)
+		lttng_ust_field_enum_value("delrefs", 5)
+		lttng_ust_field_enum_value("treelog", 6)
+		lttng_ust_field_enum_value("empty", 7)
+		lttng_ust_field_enum_value("temp", 8)
+	)
+)
+
+/* enum srsv__rsv_op (lib/trace.h) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, rsv_op,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("add", 0)
+		lttng_ust_field_enum_value("refill", 1)
+		lttng_ust_field_enum_value("use", 2)
+		lttng_ust_field_enum_value("migrate", 3)
+		lttng_ust_field_enum_value("release", 4)
+		lttng_ust_field_enum_value("spill", 5)
+		lttng_ust_field_enum_value("resize_global", 6)
+		lttng_ust_field_enum_value("steal", 7)
+		lttng_ust_field_enum_value("fallback_use", 8)
+		lttng_ust_field_enum_value("fallback_global_refill", 9)
+		lttng_ust_field_enum_value("fallback_no_flush", 10)
+		lttng_ust_field_enum_value("fallback_from_global", 11)
+		lttng_ust_field_enum_value("fallback_emergency", 12)
+	)
+)
+
+/* enum srsv__quota_op (lib/trace.h) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, quota_op,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("reserve", 0)
+		lttng_ust_field_enum_value("release", 1)
+		lttng_ust_field_enum_value("convert", 2)
+		lttng_ust_field_enum_value("commit", 3)
+		lttng_ust_field_enum_value("flush", 4)
+		lttng_ust_field_enum_value("used", 5)
+	)
+)
+
+/*
+ * enum srsv_quota_kind, plus lib/quota.c's two trace-only values: "used"
+ * (an operation on the written bytes, not on a reservation) and "none" (a
+ * quota flush, which concerns no kind).
+ */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, quota_kind,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("none", -2)
+		lttng_ust_field_enum_value("used", -1)
+		lttng_ust_field_enum_value("data", 0)
+		lttng_ust_field_enum_value("meta_prealloc", 1)
+		lttng_ust_field_enum_value("meta_pertrans", 2)
+	)
+)
+
+/* enum srsv_zone_kind (names as srsv_zone_kind_name()) */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, zone_kind,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("data", 0)
+		lttng_ust_field_enum_value("metadata", 1)
+		lttng_ust_field_enum_value("system", 2)
+		lttng_ust_field_enum_value("data-reloc", 3)
+		lttng_ust_field_enum_value("treelog", 4)
+	)
+)
+
+/* ---- the reserve path and tickets ---- */
+
+/*
+ * One call of a reserve entry point, with its answer (btrfs's
+ * space_reservation "reserve" side): the pool, what was asked, in which
+ * mode, with which ::srsv_reserve_flags, and the result (0 or -errno;
+ * -EINPROGRESS when a ticket was queued).
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, reserve,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, bytes,
+			  int, mode, unsigned, flags, int, ret),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_enum(spacersv, flush_mode, int, mode, mode)
+		lttng_ust_field_integer_hex(unsigned, flags, flags)
+		lttng_ust_field_integer(int, ret, ret)
+	)
+)
+
+/* A ticket was queued (priority: on the priority queue). */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, ticket_add,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, bytes,
+			  int, mode, int, priority),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_enum(spacersv, flush_mode, int, mode, mode)
+		lttng_ust_field_integer(uint8_t, priority, priority)
+	)
+)
+
+/*
+ * A ticket ended: granted (error 0) or failed (-ENOSPC, -ETIMEDOUT,
+ * -ECANCELED, -ESHUTDOWN, ...), after wait_ns nanoseconds in the queue.
+ * One event answers "how long, for what, and did it fail" without pairing
+ * it with ticket_add (the reviewer's request on btrfs's ticket tracepoints).
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, ticket_end,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, bytes,
+			  int, mode, int, error, uint64_t, wait_ns),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_enum(spacersv, flush_mode, int, mode, mode)
+		lttng_ust_field_integer(int, error, error)
+		lttng_ust_field_integer(uint64_t, wait_ns, wait_ns)
+	)
+)
+
+/* ---- flushing ---- */
+
+/* A flusher was queued: for a waiting ticket (enospc) or preemptively. */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, trigger_flush,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, bytes,
+			  int, mode, int, reason),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_enum(spacersv, flush_mode, int, mode, mode)
+		lttng_ust_field_enum(spacersv, flush_reason, int, reason, reason)
+	)
+)
+
+/*
+ * One call of the engine's flush callback for @state, asked for @bytes,
+ * with its return value; for_preempt tells the preemptive flusher (1) from
+ * a flusher serving tickets (0).
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, flush_space,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, int, state,
+			  uint64_t, bytes, int, ret, int, for_preempt),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_enum(spacersv, flush_state, int, state, state)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_integer(int, ret, ret)
+		lttng_ust_field_integer(uint8_t, for_preempt, for_preempt)
+	)
+)
+
+/*
+ * A pool counter changed from old to old + diff (btrfs's update_bytes_*
+ * events).  new_value is old + diff, so that a reader can plot a counter
+ * from its events alone.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, counter,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, int, counter,
+			  uint64_t, old, int64_t, diff),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_enum(spacersv, counter, int, counter, counter)
+		lttng_ust_field_integer(uint64_t, old, old)
+		lttng_ust_field_integer(int64_t, diff, diff)
+		lttng_ust_field_integer(uint64_t, new_value,
+					old + (uint64_t)diff)
+	)
+)
+
+/*
+ * The full state of a pool (btrfs's dump_space_info class), recorded by
+ * done_preemptive_reclaim (end of a preemptive run) and fail_all_tickets
+ * (the async flusher gives up and fails the queued tickets).
+ */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(spacersv, dump_space,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool,
+			  const struct srsv__dump *, d),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, total, d->total)
+		lttng_ust_field_integer(uint64_t, used, d->used)
+		lttng_ust_field_integer(uint64_t, pinned, d->pinned)
+		lttng_ust_field_integer(uint64_t, reserved, d->reserved)
+		lttng_ust_field_integer(uint64_t, may_use, d->may_use)
+		lttng_ust_field_integer(uint64_t, readonly, d->readonly)
+		lttng_ust_field_integer(uint64_t, zone_unusable,
+					d->zone_unusable)
+		lttng_ust_field_integer(uint64_t, reclaim_size,
+					d->reclaim_size)
+		lttng_ust_field_integer(unsigned, clamp, d->clamp)
+		lttng_ust_field_integer(uint64_t, global_reserved,
+					d->global_reserved)
+		lttng_ust_field_integer(uint64_t, trans_reserved,
+					d->trans_reserved)
+		lttng_ust_field_integer(uint64_t, delayed_refs_reserved,
+					d->delayed_refs_reserved)
+		lttng_ust_field_integer(uint64_t, delayed_reserved,
+					d->delayed_reserved)
+		lttng_ust_field_integer(uint64_t, unallocated, d->unallocated)
+		lttng_ust_field_integer(uint64_t, delalloc, d->delalloc)
+		lttng_ust_field_integer(uint64_t, ordered, d->ordered)
+	)
+)
+
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, dump_space, spacersv,
+	done_preemptive_reclaim,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool,
+			  const struct srsv__dump *, d)
+)
+
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, dump_space, spacersv,
+	fail_all_tickets,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool,
+			  const struct srsv__dump *, d)
+)
+
+/* ---- block reservations and quotas ---- */
+
+/*
+ * One rsv operation (or one step of the fallback chain): the rsv's address
+ * (caller-owned rsvs have no other name), its type, the bytes and the
+ * result.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, rsv,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, rsv,
+			  int, type, int, op, uint64_t, bytes, int, ret),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer_hex(uint64_t, rsv, rsv)
+		lttng_ust_field_enum(spacersv, rsv_type, int, type, type)
+		lttng_ust_field_enum(spacersv, rsv_op, int, op, op)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_integer(int, ret, ret)
+	)
+)
+
+/* One quota operation of tenant @id on its reservations of @kind. */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, quota,
+	LTTNG_UST_TP_ARGS(uint64_t, id, int, op, int, kind,
+			  uint64_t, bytes, int, ret),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint64_t, id, id)
+		lttng_ust_field_enum(spacersv, quota_op, int, op, op)
+		lttng_ust_field_enum(spacersv, quota_kind, int, kind, kind)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_integer(int, ret, ret)
+	)
+)
+
+/* ---- zoned ---- */
+
+/* A zone group was made active (ret 0) or refused; tokens left after. */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_activate,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, kind, int, ret,
+			  unsigned, active_left),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, start, start)
+		lttng_ust_field_enum(spacersv, zone_kind, int, kind, kind)
+		lttng_ust_field_integer(int, ret, ret)
+		lttng_ust_field_integer(unsigned, active_left, active_left)
+	)
+)
+
+/* A zone group was finished; wasted: capacity left unwritten. */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_finish,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, kind, uint64_t, wasted),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, start, start)
+		lttng_ust_field_enum(spacersv, zone_kind, int, kind, kind)
+		lttng_ust_field_integer(uint64_t, wasted, wasted)
+	)
+)
+
+/*
+ * The allocator hint (seed 004): for @bytes of @kind in @pool, the chosen
+ * group's start (UINT64_MAX: none) after looking at @looked active groups.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_hint,
+	LTTNG_UST_TP_ARGS(int, kind, int, pool, uint64_t, bytes,
+			  uint64_t, chosen, unsigned, looked),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_enum(spacersv, zone_kind, int, kind, kind)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_integer_hex(uint64_t, chosen, chosen)
+		lttng_ust_field_integer(unsigned, looked, looked)
+	)
+)
+
+#endif /* SRSV_SPACERSV_TP_H */
+
+#include <lttng/tracepoint-event.h>
