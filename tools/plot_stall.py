@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Plot the timelines of bench_stall (issue 3, seed 002).
+
+bench_stall --csv-dir DIR writes DIR/stall-<workload>-<mode>.csv, one row
+every --sample-ms: t_ms, may_use, pinned, used, total, clamp, delalloc,
+ordered, queued_tickets, ops, delayed_refs_rsv, commits.  This script draws,
+for one workload, one panel per mode (tickets-only first): the pool's
+may_use and pinned bytes and the writers' throughput, with the time tickets
+were queued shaded; and a last panel with the preemptive clamp.  Several
+result directories (e.g. two regimes) become side-by-side columns.
+
+    tools/plot_stall.py DIR [DIR...] -o docs/stall.png [--workload buffered]
+                        [--window 1000:2500] [--titles "A,B"]
+"""
+import argparse
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: write a file
+import matplotlib.patches  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+MODES = ("tickets", "clamp1", "adaptive")
+LABELS = {
+    "tickets": "preemptive off (tickets only)",
+    "clamp1": "preemptive, clamp fixed at 1",
+    "adaptive": "preemptive, adaptive clamp (default)",
+}
+MIB = float(1 << 20)
+
+
+def load(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    cols = {k: [float(r[k]) for r in rows] for k in rows[0]} if rows else {}
+    return cols
+
+
+def rate(t_ms, ops):
+    """Writes per second between consecutive samples."""
+    out = [0.0]
+    for i in range(1, len(t_ms)):
+        dt = (t_ms[i] - t_ms[i - 1]) / 1000.0
+        out.append((ops[i] - ops[i - 1]) / dt / 1000.0 if dt > 0 else 0.0)
+    return out
+
+
+def window(cols, lo, hi):
+    keep = [i for i, t in enumerate(cols["t_ms"]) if lo <= t <= hi]
+    return {k: [v[i] for i in keep] for k, v in cols.items()}
+
+
+def load_dir(csv_dir, workload, lo, hi):
+    data = {}
+    for m in MODES:
+        path = os.path.join(csv_dir, f"stall-{workload}-{m}.csv")
+        if os.path.exists(path):
+            cols = load(path)
+            if cols:
+                cols["kops"] = rate(cols["t_ms"], cols["ops"])
+                data[m] = window(cols, lo, hi)
+    if "tickets" not in data:
+        sys.exit(f"plot_stall: no stall-{workload}-tickets.csv in {csv_dir}")
+    return data
+
+
+def draw_column(axes, data, workload, title):
+    modes = [m for m in MODES if m in data]
+    ymax = max(max(d["total"]) - min(d["used"]) for d in data.values()) / MIB
+    kmax = max(max(d["kops"]) for d in data.values()) * 1.05
+    for ax, m in zip(axes, modes):
+        d = data[m]
+        t = d["t_ms"]
+        # Shade the samples at which tickets were queued: writers waiting.
+        for i in range(len(t) - 1):
+            if d["queued_tickets"][i] > 0:
+                ax.axvspan(t[i], t[i + 1], color="tab:red", alpha=0.12,
+                           lw=0)
+        free = [(tot - u) / MIB for tot, u in zip(d["total"], d["used"])]
+        ax.plot(t, free, color="black", lw=0.8, ls=":",
+                label="total - used")
+        ax.plot(t, [x / MIB for x in d["may_use"]], color="tab:blue",
+                lw=1.2, label="may_use")
+        ax.plot(t, [x / MIB for x in d["pinned"]], color="tab:orange",
+                lw=1.2, label="pinned")
+        ax.plot(t, [x / MIB for x in d["delayed_refs_rsv"]],
+                color="tab:purple", lw=0.8, label="delayed refs rsv")
+        ax.set_ylim(0, ymax * 1.05)
+        ax.set_ylabel("MiB")
+        total_ops = d["ops"][-1] - d["ops"][0]
+        secs = (t[-1] - t[0]) / 1000.0 if len(t) > 1 else 1.0
+        head = f"{title}\n" if title and m == modes[0] else ""
+        ax.set_title(f"{head}{workload}: {LABELS[m]} "
+                     f"({total_ops / secs / 1000:.1f} k writes/s in window)",
+                     fontsize=9)
+        ax2 = ax.twinx()
+        ax2.plot(t, d["kops"], color="tab:green", lw=0.9,
+                 label="writes/s (k)")
+        ax2.set_ylim(0, kmax)
+        ax2.set_ylabel("k writes/s", color="tab:green")
+        if m == modes[0]:
+            h1, l1 = ax.get_legend_handles_labels()
+            h2, l2 = ax2.get_legend_handles_labels()
+            h1.append(matplotlib.patches.Patch(color="tab:red", alpha=0.12))
+            l1.append("tickets queued")
+            ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=6,
+                      ncol=3)
+    axc = axes[len(modes)]
+    for m in modes:
+        axc.step(data[m]["t_ms"], data[m]["clamp"], where="post",
+                 label=LABELS[m])
+    axc.set_ylim(0, 9)
+    axc.set_ylabel("clamp")
+    axc.set_xlabel("time (ms)")
+    axc.legend(loc="lower right", fontsize=6)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("csv_dirs", nargs="+")
+    ap.add_argument("-o", "--output", default="stall.png")
+    ap.add_argument("--workload", default="buffered")
+    ap.add_argument("--window", default="1000:2500",
+                    help="time window in ms, LO:HI (default 1000:2500)")
+    ap.add_argument("--titles", default="",
+                    help="comma-separated column titles")
+    args = ap.parse_args()
+    lo, hi = (float(x) for x in args.window.split(":"))
+    titles = args.titles.split(",") if args.titles else []
+    titles += [""] * (len(args.csv_dirs) - len(titles))
+
+    columns = [load_dir(d, args.workload, lo, hi) for d in args.csv_dirs]
+    rows = max(len(c) for c in columns) + 1
+    fig, axes = plt.subplots(rows, len(columns), sharex="col", squeeze=False,
+                             figsize=(9 * len(columns), 2.5 * rows),
+                             gridspec_kw={"height_ratios":
+                                          [3] * (rows - 1) + [1.2]})
+    for col, (data, title) in enumerate(zip(columns, titles)):
+        draw_column([axes[r][col] for r in range(rows)], data,
+                    args.workload, title)
+    fig.tight_layout()
+    fig.savefig(args.output, dpi=100)
+    print(f"plot_stall: wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,756 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""srsv-report: summarise an LTTng trace of libspacersv (provider spacersv).
+
+Reads a trace directory (as written by `lttng create --output=DIR`) and
+prints:
+
+  - the ticket wait histogram per flush mode (log2 buckets of wait_ns, from
+    ticket_end events), with the outcome of the tickets of each mode;
+  - flush_space calls per state and source (preempt: the preemptive flusher,
+    ticket: a flusher serving queued tickets), with how many the engine
+    skipped (-EOPNOTSUPP) or failed, and the bytes asked for;
+  - ticket outcomes per error (granted, -ENOSPC, -ETIMEDOUT, ...);
+  - trigger_flush per reason, and the last space dump of each pool.
+
+With --plot FILE.png it also plots the pool counters (from counter events)
+and the preemptive clamp (from done_preemptive_reclaim / fail_all_tickets
+dumps) over time, with matplotlib.
+
+The trace is read with babeltrace2's Python bindings (bt2) when they can be
+imported, otherwise by parsing the text output of the `babeltrace2` program.
+On Debian: apt-get install babeltrace2 python3-bt2 python3-matplotlib, and
+run this script with /usr/bin/python3 (a python3 from pyenv or a venv does
+not see Debian's python3-bt2 and python3-matplotlib; without bt2 the text
+fallback is used, without matplotlib --plot fails).
+
+The functions load_events(), analyse() and format_report() are also used by
+the trace test suite (tests/trace/check_trace.py).
+"""
+
+import argparse
+import errno
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+PROVIDER = 'spacersv'
+
+# Counters in the order they are plotted (enum srsv__counter).
+COUNTERS = ('total', 'used', 'reserved', 'pinned', 'readonly',
+            'zone_unusable', 'may_use')
+
+
+# --------------------------------------------------------------------------
+# Reading a trace
+# --------------------------------------------------------------------------
+
+class TraceError(Exception):
+    """The trace could not be read."""
+
+
+class EventList(list):
+    """A list of events that also counts the events the tracer discarded
+    (its ring buffer was full: the consumer did not keep up)."""
+    discarded = 0
+
+    def add_discarded(self, count):
+        # None: the tracer could not count.  A huge count is a wrapped
+        # counter difference (babeltrace2 2.0.4 reported 2^64 - 112463
+        # once on a trace that overflowed constantly): at least one.
+        if count is None or count >= 1 << 62:
+            count = 1
+        self.discarded += count
+
+
+def _bt2_value(field):
+    """Convert any bt2 field to plain Python: enumerations to their label."""
+    if hasattr(field, 'labels'):
+        labels = list(field.labels)
+        if len(labels) == 1:
+            return labels[0]
+        if not labels:
+            return int(field)
+        return tuple(labels)
+    if hasattr(field, 'items'):
+        return {k: _bt2_value(v) for k, v in field.items()}
+    if isinstance(field, str) or hasattr(field, 'startswith'):
+        return str(field)
+    if hasattr(field, '__len__') and hasattr(field, '__getitem__'):
+        return [_bt2_value(v) for v in field]
+    try:
+        return int(field)
+    except TypeError:
+        return float(field)
+
+
+def _bt2_converter(field):
+    """A fast converter for the fields of one field class.
+
+    Asking a bt2 enumeration field for its labels walks its class's
+    mappings every time; mapping the integer through a table built once
+    per event class is several times faster on large traces.
+    """
+    import bt2
+
+    cls = field.cls
+    if isinstance(cls, bt2._EnumerationFieldClassConst):
+        table = {}
+        for label, mapping in cls.items():
+            for r in mapping.ranges:
+                if r.upper - r.lower > 4096:
+                    return _bt2_value       # huge ranges: ask bt2
+                for v in range(r.lower, r.upper + 1):
+                    table.setdefault(v, []).append(label)
+        table = {v: (ls[0] if len(ls) == 1 else tuple(ls))
+                 for v, ls in table.items()}
+
+        def enum(f, table=table):
+            v = int(f)
+            return table.get(v, v)
+        return enum
+    if isinstance(cls, bt2._IntegerFieldClassConst):
+        return int
+    return _bt2_value
+
+
+def load_events_bt2(path):
+    """Read every spacersv event of the trace(s) under @path with bt2."""
+    import bt2
+
+    events = EventList()
+    # event class (its native address: one per stream class, so channels
+    # with different contexts get their own) -> per scope, the list of
+    # (field name, converter)
+    specs = {}
+    try:
+        it = bt2.TraceCollectionMessageIterator(path)
+        for msg in it:
+            if type(msg) is bt2._DiscardedEventsMessageConst:
+                events.add_discarded(msg.count)
+                continue
+            if type(msg) is not bt2._EventMessageConst:
+                continue
+            ev = msg.event
+            name = ev.name
+            if not name.startswith(PROVIDER + ':'):
+                continue
+            rec = {'name': name[len(PROVIDER) + 1:],
+                   'ts': msg.default_clock_snapshot.ns_from_origin}
+            scopes = (ev.common_context_field, ev.specific_context_field,
+                      ev.payload_field)
+            spec = specs.get(ev.cls.addr)
+            if spec is None:
+                spec = specs[ev.cls.addr] = [
+                    [(k, _bt2_converter(v)) for k, v in scope.items()]
+                    if scope is not None else None for scope in scopes]
+            for scope, fields in zip(scopes, spec):
+                if scope is None:
+                    continue
+                for (k, conv), v in zip(fields, scope.values()):
+                    rec[k] = conv(v)
+            events.append(rec)
+    except TraceError:
+        raise
+    except Exception as e:  # bt2 raises several private types
+        raise TraceError('bt2 could not read %s: %s' % (path, e))
+    return events
+
+
+# Text output: "[1795983755.161631923] host spacersv:reserve: { ... }, ..."
+_LINE_RE = re.compile(r'^\[(\d+)\.(\d+)\] (?:\S+ )?([\w.-]+):([\w.-]+): (.*)$')
+_TOKEN_RE = re.compile(r'''
+    \s*(?:
+      (?P<str>"(?:[^"\\]|\\.)*")
+    | (?P<num>-?0[xX][0-9a-fA-F]+|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
+    | (?P<unknown><unknown>)
+    | (?P<name>[A-Za-z_][\w.]*)
+    | (?P<punct>[{}()\[\]=:,])
+    )''', re.X)
+
+
+def _tokenize(text):
+    pos = 0
+    out = []
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+            continue
+        m = _TOKEN_RE.match(text, pos)
+        if not m or m.end() == pos:
+            raise TraceError('cannot parse babeltrace2 output near %r'
+                             % text[pos:pos + 40])
+        kind = m.lastgroup
+        val = m.group(kind)
+        if kind == 'str':
+            val = bytes(val[1:-1], 'utf-8').decode('unicode_escape')
+        elif kind == 'num':
+            if val.lower().lstrip('-').startswith('0x'):
+                val = int(val, 16)
+            elif re.search(r'[.eE]', val):
+                val = float(val)
+            else:
+                val = int(val)
+        out.append((kind, val))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    """babeltrace2's pretty text syntax: structs, enums, arrays, scalars."""
+
+    def __init__(self, tokens):
+        self.t = tokens
+        self.i = 0
+
+    def peek(self):
+        return self.t[self.i] if self.i < len(self.t) else (None, None)
+
+    def take(self, punct=None):
+        tok = self.peek()
+        if tok[0] is None:
+            raise TraceError('unexpected end of babeltrace2 line')
+        if punct is not None and tok != ('punct', punct):
+            raise TraceError('expected %r, got %r' % (punct, tok[1]))
+        self.i += 1
+        return tok
+
+    def value(self):
+        kind, val = self.peek()
+        if (kind, val) == ('punct', '{'):
+            return self.struct()
+        if (kind, val) == ('punct', '('):
+            return self.enum()
+        if (kind, val) == ('punct', '['):
+            return self.array()
+        self.take()
+        return val
+
+    def struct(self):
+        self.take('{')
+        out = {}
+        while self.peek() != ('punct', '}'):
+            kind, name = self.take()
+            if kind != 'name':
+                raise TraceError('expected a field name, got %r' % (name,))
+            self.take('=')
+            out[name] = self.value()
+            if self.peek() == ('punct', ','):
+                self.take()
+        self.take('}')
+        return out
+
+    def enum(self):
+        # ( "label" : container = N ) | ( <unknown> : container = N )
+        # | ( { "a", "b" } : container = N )
+        self.take('(')
+        labels = []
+        if self.peek() == ('punct', '{'):
+            self.take()
+            while self.peek() != ('punct', '}'):
+                labels.append(self.take()[1])
+                if self.peek() == ('punct', ','):
+                    self.take()
+            self.take('}')
+        else:
+            kind, val = self.take()
+            if kind == 'str':
+                labels.append(val)
+        self.take(':')
+        self.take()                     # "container"
+        self.take('=')
+        number = self.take()[1]
+        self.take(')')
+        if len(labels) == 1:
+            return labels[0]
+        if not labels:
+            return number
+        return tuple(labels)
+
+    def array(self):
+        # [ [0] = v, [1] = v ]
+        self.take('[')
+        out = []
+        while self.peek() != ('punct', ']'):
+            self.take('[')
+            self.take()
+            self.take(']')
+            self.take('=')
+            out.append(self.value())
+            if self.peek() == ('punct', ','):
+                self.take()
+        self.take(']')
+        return out
+
+
+# One "name = value" of a flat structure (all of spacersv's fields): an
+# enumeration, a string or a number.  Lines with nested structures or arrays
+# go through the general parser.
+_FLAT_FIELD_RE = re.compile(r'''
+    (\w+)\ =\ (?:
+      \(\ "((?:[^"\\]|\\.)*)"\ :\ container\ =\ (-?\w+)\ \)
+    | \(\ <unknown>\ :\ container\ =\ (-?\w+)\ \)
+    | "((?:[^"\\]|\\.)*)"
+    | (-?[\w.+-]+)
+    )(?:,\ |\ \})''', re.X)
+
+
+def _number(text):
+    if text.lstrip('-')[:2] in ('0x', '0X'):
+        return int(text, 16)
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _parse_flat(rest):
+    """Parse "{ a = 1 }, { b = ( "x" : container = 2 ) }" quickly, or
+    return None when the text is not flat."""
+    if '[' in rest or '{ {' in rest or '( {' in rest:
+        return None
+    rec = {}
+    equals = 0
+    for m in _FLAT_FIELD_RE.finditer(rest):
+        name, label, _, unknown, string, number = m.groups()
+        if label is not None:
+            rec[name] = label
+            equals += 2                 # "name = ( ... container = N )"
+        elif unknown is not None:
+            rec[name] = _number(unknown)
+            equals += 2
+        elif string is not None:
+            rec[name] = bytes(string, 'utf-8').decode('unicode_escape')
+            equals += 1 + string.count(' = ')
+        else:
+            rec[name] = _number(number)
+            equals += 1
+    # Every "=" must belong to a recognised field, else parse in full.
+    if not rec or rest.count(' = ') != equals:
+        return None
+    return rec
+
+
+def parse_text_line(line):
+    """One line of `babeltrace2 --clock-seconds --no-delta` output, or None
+    for a line of another provider."""
+    m = _LINE_RE.match(line)
+    if not m:
+        if line.strip():
+            raise TraceError('unexpected babeltrace2 line: %r' % line[:80])
+        return None
+    sec, frac, prov, name, rest = m.groups()
+    if prov != PROVIDER:
+        return None
+    ts = int(sec) * 1000000000 + int((frac + '000000000')[:9])
+    flat = _parse_flat(rest)
+    if flat is not None:
+        flat.pop('cpu_id', None)
+        flat['name'] = name
+        flat['ts'] = ts
+        return flat
+    rec = {'name': name, 'ts': ts}
+    p = _Parser(_tokenize(rest))
+    while p.peek()[0] is not None:
+        scope = p.struct()
+        rec.update(scope)
+        if p.peek() == ('punct', ','):
+            p.take()
+    # The packet context's cpu_id is not an event field (bt2 does not
+    # report it either).
+    rec.pop('cpu_id', None)
+    return rec
+
+
+_DISCARDED_RE = re.compile(r'discarded (\d+) events?')
+
+
+def load_events_text(path, babeltrace='babeltrace2'):
+    """Read the trace with the babeltrace2 program and parse its text."""
+    exe = shutil.which(babeltrace)
+    if not exe:
+        raise TraceError('%s not found (apt-get install babeltrace2)'
+                         % babeltrace)
+    proc = subprocess.run([exe, '--clock-seconds', '--no-delta', path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    if proc.returncode != 0:
+        raise TraceError('babeltrace2 could not read %s: %s'
+                         % (path, proc.stderr.strip()))
+    events = EventList()
+    for line in proc.stdout.splitlines():
+        if line.startswith('WARNING'):
+            continue
+        rec = parse_text_line(line)
+        if rec is not None:
+            events.append(rec)
+    # "WARNING: Tracer discarded 12 events between [...] and [...]"
+    for m in _DISCARDED_RE.finditer(proc.stdout + proc.stderr):
+        events.add_discarded(int(m.group(1)))
+    return events
+
+
+def have_bt2():
+    try:
+        import bt2  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def load_events(path, backend='auto'):
+    """Return (events, backend): every spacersv event, sorted by time.
+
+    An event is a dict: 'name' (without the provider), 'ts' (ns since the
+    epoch), the context fields (vpid, vtid, when recorded) and the payload;
+    enumerations are their label (str), or the number for a value outside
+    the mapping.
+    """
+    if not os.path.isdir(path):
+        raise TraceError('%s is not a directory' % path)
+    if backend == 'auto':
+        backend = 'bt2' if have_bt2() else 'text'
+    if backend == 'bt2':
+        events = load_events_bt2(path)
+    elif backend == 'text':
+        events = load_events_text(path)
+    else:
+        raise ValueError('unknown backend %r' % backend)
+    # Stable: events of one thread keep their order.
+    events.sort(key=lambda e: e['ts'])
+    return events, backend
+
+
+def select(events, ctx=None, pool=None, pid=None):
+    """Keep the events of one ctx (int), pool (name) and/or process."""
+    out = EventList()
+    out.discarded = getattr(events, 'discarded', 0)
+    for e in events:
+        if ctx is not None and e.get('ctx') != ctx:
+            continue
+        if pool is not None and e.get('pool') != pool:
+            continue
+        if pid is not None and e.get('vpid') != pid:
+            continue
+        out.append(e)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------
+
+def errno_name(err):
+    """0 -> 'granted', -28 -> '-ENOSPC'."""
+    if err == 0:
+        return 'granted'
+    if isinstance(err, int) and -err in errno.errorcode:
+        return '-' + errno.errorcode[-err]
+    return str(err)
+
+
+def log2_bucket(ns):
+    """Bucket k holds [2^k, 2^(k+1)) ns; 0 ns is bucket -1."""
+    if ns <= 0:
+        return -1
+    return int(ns).bit_length() - 1
+
+
+def fmt_ns(ns):
+    if ns < 1000:
+        return '%dns' % ns
+    for unit, div in (('us', 1e3), ('ms', 1e6), ('s', 1e9)):
+        if ns < div * 1000 or unit == 's':
+            v = ns / div
+            return ('%.0f%s' if v >= 100 else '%.3g%s') % (v, unit)
+    return '%dns' % ns
+
+
+def fmt_bytes(b):
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB'):
+        if abs(b) < 1024 or unit == 'TiB':
+            return ('%d%s' % (b, unit)) if unit == 'B' else \
+                ('%.1f%s' % (b, unit))
+        b /= 1024.0
+    return str(b)
+
+
+def analyse(events):
+    """Reduce events to the report's figures (a dict of plain values)."""
+    rep = {
+        'events': Counter(e['name'] for e in events),
+        'discarded': getattr(events, 'discarded', 0),
+        'first_ts': events[0]['ts'] if events else 0,
+        'last_ts': events[-1]['ts'] if events else 0,
+        'pools': Counter(),
+        # mode -> {bucket: count}
+        'wait_hist': defaultdict(Counter),
+        # mode -> {outcome: count}
+        'mode_outcomes': defaultdict(Counter),
+        # mode -> [sum_ns, max_ns, n]
+        'wait_stats': defaultdict(lambda: [0, 0, 0]),
+        'outcomes': Counter(),
+        # (state, source) -> calls; (state, source) -> failed calls
+        'flushes': Counter(),
+        'flush_errors': Counter(),
+        'flush_skipped': Counter(),
+        'flush_bytes': Counter(),
+        'triggers': Counter(),
+        'dumps': Counter(),
+        'last_dump': {},
+    }
+    for e in events:
+        name = e['name']
+        if 'ctx' in e and 'pool' in e:
+            rep['pools'][(e['ctx'], e['pool'])] += 1
+        if name == 'ticket_end':
+            mode = e['mode']
+            wait = e['wait_ns']
+            rep['wait_hist'][mode][log2_bucket(wait)] += 1
+            outcome = errno_name(e['error'])
+            rep['mode_outcomes'][mode][outcome] += 1
+            rep['outcomes'][outcome] += 1
+            st = rep['wait_stats'][mode]
+            st[0] += wait
+            st[1] = max(st[1], wait)
+            st[2] += 1
+        elif name == 'flush_space':
+            key = (e['state'], 'preempt' if e['for_preempt'] else 'ticket')
+            rep['flushes'][key] += 1
+            rep['flush_bytes'][key] += e['bytes']
+            if e['ret'] == -errno.EOPNOTSUPP:
+                rep['flush_skipped'][key] += 1
+            elif e['ret'] != 0:
+                rep['flush_errors'][key] += 1
+        elif name == 'trigger_flush':
+            rep['triggers'][(e['reason'], e['mode'])] += 1
+        elif name in ('done_preemptive_reclaim', 'fail_all_tickets'):
+            rep['dumps'][name] += 1
+            rep['last_dump'][(e['ctx'], e['pool'])] = e
+    return rep
+
+
+def _state_order(state):
+    order = ('DELAYED_ITEMS_NR', 'DELAYED_ITEMS', 'DELAYED_REFS_NR',
+             'DELAYED_REFS', 'DELALLOC', 'DELALLOC_WAIT', 'DELALLOC_FULL',
+             'ALLOC_CHUNK', 'ALLOC_CHUNK_FORCE', 'RUN_DELAYED_IPUTS',
+             'COMMIT_TRANS', 'RESET_ZONES', 'RECLAIM_ZONES')
+    return order.index(state) if state in order else 100 + hash(state) % 100
+
+
+def format_report(rep, width=40):
+    """The report as text."""
+    out = []
+    span = (rep['last_ts'] - rep['first_ts']) / 1e9
+    nev = sum(rep['events'].values())
+    out.append('libspacersv trace report: %d events over %.3f s' %
+               (nev, span))
+    if rep['pools']:
+        out.append('pools: ' + ', '.join(
+            '%s@%#x' % (pool, ctx) for (ctx, pool) in sorted(
+                rep['pools'], key=lambda k: (k[0], str(k[1])))))
+    out.append('events: ' + ', '.join(
+        '%s=%d' % kv for kv in sorted(rep['events'].items())))
+    if rep['discarded']:
+        out.append('WARNING: the tracer discarded %d events (ring buffer '
+                   'full): counts below are low; record with larger '
+                   'sub-buffers (docs/tracing.md)' % rep['discarded'])
+
+    out.append('')
+    out.append('Ticket waits per flush mode (ticket_end.wait_ns, log2 '
+               'buckets)')
+    if not rep['wait_hist']:
+        out.append('  (no ticket ended)')
+    for mode in sorted(rep['wait_hist'], key=str):
+        hist = rep['wait_hist'][mode]
+        total, mx, n = rep['wait_stats'][mode]
+        outcomes = ', '.join('%s %d' % kv for kv in
+                             sorted(rep['mode_outcomes'][mode].items()))
+        out.append('  %s: %d tickets (%s), mean %s, max %s' %
+                   (mode, n, outcomes, fmt_ns(total // max(n, 1)),
+                    fmt_ns(mx)))
+        peak = max(hist.values())
+        lo_b, hi_b = min(hist), max(hist)
+        for b in range(lo_b, hi_b + 1):
+            c = hist.get(b, 0)
+            if b < 0:
+                rng = '0'
+            else:
+                rng = '[%s, %s)' % (fmt_ns(1 << b), fmt_ns(1 << (b + 1)))
+            bar = '#' * (int(round(c * width / peak)) if c else 0)
+            out.append('    %-20s %7d %s' % (rng, c, bar))
+
+    out.append('')
+    out.append('Ticket outcomes')
+    if not rep['outcomes']:
+        out.append('  (none)')
+    for outcome, c in sorted(rep['outcomes'].items(),
+                             key=lambda kv: (kv[0] != 'granted', kv[0])):
+        out.append('  %-14s %7d' % (outcome, c))
+
+    out.append('')
+    out.append('flush_space per state and source')
+    if not rep['flushes']:
+        out.append('  (none)')
+    else:
+        # skipped: -EOPNOTSUPP, the engine has no such state; failed: any
+        # other error (-ENOSPC from ALLOC_CHUNK marks the pool full).
+        out.append('  %-20s %-8s %7s %7s %7s %12s' %
+                   ('state', 'source', 'calls', 'skipped', 'failed',
+                    'asked'))
+        for (state, src) in sorted(rep['flushes'], key=lambda k: (
+                _state_order(k[0]), k[1])):
+            key = (state, src)
+            out.append('  %-20s %-8s %7d %7d %7d %12s' %
+                       (state, src, rep['flushes'][key],
+                        rep['flush_skipped'][key],
+                        rep['flush_errors'][key],
+                        fmt_bytes(rep['flush_bytes'][key])))
+
+    out.append('')
+    out.append('trigger_flush per reason')
+    if not rep['triggers']:
+        out.append('  (none)')
+    for (reason, mode), c in sorted(rep['triggers'].items(), key=str):
+        out.append('  %-8s %-22s %7d' % (reason, mode, c))
+
+    if rep['last_dump']:
+        out.append('')
+        out.append('Last space dump per pool')
+        for (ctx, pool), d in sorted(rep['last_dump'].items(), key=str):
+            out.append('  %s@%#x (%s): total %s used %s pinned %s '
+                       'reserved %s may_use %s reclaim %s clamp %d' %
+                       (pool, ctx, d['name'], fmt_bytes(d['total']),
+                        fmt_bytes(d['used']), fmt_bytes(d['pinned']),
+                        fmt_bytes(d['reserved']), fmt_bytes(d['may_use']),
+                        fmt_bytes(d['reclaim_size']), d['clamp']))
+    return '\n'.join(out) + '\n'
+
+
+# --------------------------------------------------------------------------
+# Plot
+# --------------------------------------------------------------------------
+
+# One colour per counter, the same in every pool's panel.
+COUNTER_COLOURS = {'total': 'black', 'used': 'tab:blue',
+                   'reserved': 'tab:orange', 'pinned': 'tab:green',
+                   'readonly': 'tab:gray', 'zone_unusable': 'tab:brown',
+                   'may_use': 'tab:red'}
+
+
+def plot(events, out_png, title=None):
+    """One panel per pool with its counters (steps, MiB) over time, and a
+    last panel with the clamp of each pool (from the space dumps)."""
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TraceError('--plot needs matplotlib '
+                         '(apt-get install python3-matplotlib)')
+    t0 = events[0]['ts'] if events else 0
+    end = (events[-1]['ts'] - t0) / 1e9 if events else 0
+
+    series = defaultdict(lambda: ([], []))
+    clamp = defaultdict(lambda: ([], []))
+    for e in events:
+        if e['name'] == 'counter':
+            xs, ys = series[(e['ctx'], e['pool'], e['counter'])]
+            if not xs:
+                # Every change is an event, so the counter held "old"
+                # from the first event of the trace to its first change.
+                xs.append(0.0)
+                ys.append(e['old'] / 2**20)
+            xs.append((e['ts'] - t0) / 1e9)
+            ys.append(e['new_value'] / 2**20)
+        elif e['name'] in ('done_preemptive_reclaim', 'fail_all_tickets'):
+            xs, ys = clamp[(e['ctx'], e['pool'])]
+            xs.append((e['ts'] - t0) / 1e9)
+            ys.append(e['clamp'])
+    pools = sorted({(c, p) for (c, p, _) in series} | set(clamp),
+                   key=lambda k: (k[0], str(k[1])))
+    several_ctx = len({c for c, _ in pools}) > 1
+
+    def name(ctx, pool):
+        return ('%s@%#x' % (pool, ctx)) if several_ctx else str(pool)
+
+    nrows = max(len(pools), 1) + 1
+    fig, axes = plt.subplots(nrows, 1, sharex=True,
+                             figsize=(10, 2.6 * nrows),
+                             gridspec_kw={'height_ratios':
+                                          [3] * (nrows - 1) + [1.5]})
+    order = {c: i for i, c in enumerate(COUNTERS)}
+    for ax, (ctx, pool) in zip(axes, pools):
+        for counter in sorted({k[2] for k in series
+                               if k[:2] == (ctx, pool)},
+                              key=lambda c: order.get(c, 99)):
+            xs, ys = series[(ctx, pool, counter)]
+            ax.step(xs + [end], ys + [ys[-1]], where='post',
+                    label=counter, linewidth=1,
+                    color=COUNTER_COLOURS.get(counter))
+        ax.set_ylabel('%s (MiB)' % name(ctx, pool))
+        if ax.has_data():
+            ax.legend(fontsize='small', loc='upper right')
+        ax.grid(True, alpha=0.3)
+    axes[0].set_title(title or 'libspacersv pool counters and clamp')
+    ax = axes[-1]
+    for (ctx, pool), (xs, ys) in sorted(clamp.items(), key=str):
+        # Markers only when there are few dumps to show.
+        ax.step(xs + [end], ys + [ys[-1]], where='post',
+                marker='o' if len(xs) <= 50 else None, markersize=3,
+                label='%s clamp' % name(ctx, pool))
+    ax.set_ylabel('clamp')
+    ax.set_ylim(0, 9)
+    ax.set_xlabel('seconds since first event')
+    if clamp:
+        ax.legend(fontsize='small', loc='upper right')
+    else:
+        ax.text(0.5, 0.5, 'no space dump recorded', ha='center',
+                va='center', transform=ax.transAxes)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------
+
+def _int_auto(s):
+    return int(s, 0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description='Summarise a libspacersv LTTng trace.')
+    ap.add_argument('trace', help='trace directory (lttng create --output)')
+    ap.add_argument('--backend', choices=('auto', 'bt2', 'text'),
+                    default='auto',
+                    help='trace reader (default: bt2 if importable)')
+    ap.add_argument('--ctx', type=_int_auto,
+                    help='only this ctx (address, e.g. 0x55d0c3a2b2a0)')
+    ap.add_argument('--pool', help='only this pool (data, metadata, ...)')
+    ap.add_argument('--pid', type=int, help='only this process (vpid)')
+    ap.add_argument('--plot', metavar='FILE.png',
+                    help='plot counters and clamp over time')
+    args = ap.parse_args(argv)
+
+    try:
+        events, backend = load_events(args.trace, args.backend)
+        events = select(events, args.ctx, args.pool, args.pid)
+        sys.stdout.write(format_report(analyse(events)))
+        if args.plot:
+            plot(events, args.plot)
+            print('plot written to %s' % args.plot)
+    except TraceError as e:
+        print('srsv-report: %s' % e, file=sys.stderr)
+        return 2
+    if backend == 'text':
+        print('(read with the babeltrace2 text fallback)', file=sys.stderr)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
