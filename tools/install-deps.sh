@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Install the Debian 12 packages libspacersv needs, only those missing.
+#
+# usage: tools/install-deps.sh [--minimal] [--update] [--dry-run]
+#   (default)  everything the full test suite and .ci/run use: build tools,
+#              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
+#              gcovr, clang + its sanitizer/fuzzer runtime, liburing
+#   --minimal  only what building the library, examples and unit tests needs
+#              (tools/run-demo.sh)
+#   --update   run `apt-get update` even when nothing is missing (CI does, so
+#              that a stale package list cannot hide a broken install step)
+#   --dry-run  print what would be installed, change nothing
+#
+# Runs as root, or through sudo when not root.  Exit status 0 when every
+# package is installed afterwards.
+set -eu
+
+# Needed to configure and build the library, the examples and the unit
+# tests: a C compiler, meson/ninja, pkg-config, libatomic_ops (header-only on
+# x86_64) and Check.
+MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
+# Everything else the test suites and CI use.  g++ and binutils: the ABI
+# suite compiles the headers as C++ and reads the library with nm/readelf;
+# python3 runs its scripts.
+FULL="$MINIMAL g++ binutils python3 liblttng-ust-dev lttng-tools babeltrace2
+python3-bt2 python3-matplotlib valgrind gcovr clang libclang-rt-14-dev
+liburing-dev"
+
+set_name=full update=false dry_run=false
+for arg in "$@"; do
+	case $arg in
+	--minimal) set_name=minimal ;;
+	--update) update=true ;;
+	--dry-run) dry_run=true ;;
+	-h|--help) sed -n '4,17p' "$0"; exit 0 ;;
+	*) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
+	esac
+done
+if [ "$set_name" = minimal ]; then packages=$MINIMAL; else packages=$FULL; fi
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "install-deps.sh: not a Debian system (no dpkg-query); install by hand:" >&2
+	echo "  $packages" | tr '\n' ' ' >&2; echo >&2
+	exit 1
+fi
+
+missing=
+for p in $packages; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = installed ] || missing="$missing $p"
+done
+
+if [ -z "$missing" ] && [ "$update" = false ]; then
+	echo "install-deps.sh: all $set_name packages are installed"
+	exit 0
+fi
+if [ "$dry_run" = true ]; then
+	echo "install-deps.sh: would install:${missing:- (nothing)}"
+	exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+	as_root=
+elif command -v sudo >/dev/null 2>&1; then
+	as_root=sudo
+else
+	echo "install-deps.sh: missing packages:$missing" >&2
+	echo "install-deps.sh: not root and no sudo; install them as root" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if [ -n "$missing" ]; then
+	echo "install-deps.sh: installing:$missing"
+	$as_root apt-get update
+	# Recommends are kept: the recipe verified in research/toolchain.md
+	# installs with them.
+	# shellcheck disable=SC2086 # one word per package
+	$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y $missing
+else
+	# --update with nothing missing: refresh the lists, but an unreachable
+	# mirror must not fail a machine that already has everything.
+	$as_root apt-get update ||
+		echo "install-deps.sh: apt-get update failed; all packages are installed, going on" >&2
+	echo "install-deps.sh: all $set_name packages are installed"
+fi
