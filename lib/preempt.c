@@ -26,8 +26,7 @@
  * still growing faster than it is written (ordered < delalloc): the clamp
  * goes up.  When a preemptive run needed only one loop and no ticket is
  * queued, we were early enough: the clamp comes down (and, beyond
- * upstream, after any run that flushed until it was no longer needed with
- * no ticket queued meanwhile).  When the async flusher has granted every
+ * upstream, after any run during which no ticket was queued).  When the async flusher has granted every
  * ticket it hands over to the preemptive flusher, which builds the headroom
  * the ticket walk (reclaiming just the tickets' bytes) never does.
  *
@@ -114,16 +113,19 @@ static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
 bool srsv__need_preemptive_reclaim(struct srsv_space *s)
 {
 	struct srsv_ctx *ctx = s->ctx;
-	uint64_t global = std_reserved(s, SRSV_RSV_GLOBAL);
 	uint64_t used = srsv__space_counter(s, SRSV__MAY_USE) +
 			srsv__space_counter(s, SRSV__PINNED);
-	uint64_t total, bytes_used, reserved, thresh, committed;
+	uint64_t global, total, bytes_used, reserved, thresh, committed;
 
 	/*
 	 * The conditions are upstream's; the order is ours: the floor test
 	 * comes first because it is what answers "no" on the reservation
-	 * fast path of a pool with room, in three loads.
+	 * fast path of a pool with room.  used <= floor implies
+	 * used - global <= floor, so three loads suffice there.
 	 */
+	if (used <= preempt_floor(s))
+		return false;
+	global = std_reserved(s, SRSV_RSV_GLOBAL);
 	/* What could be flushed belongs to the global reserve. */
 	if (global >= used)
 		return false;
@@ -235,6 +237,18 @@ int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
 	/* The global reserve is not ours to flush. */
 	block_rsv_size -= global;
 	/*
+	 * Writing back more dirty data frees nothing sooner while earlier
+	 * writeback is still in flight: the new pages queue behind it, while
+	 * deferred refs and items free their reservations the moment they
+	 * run.  So while writeback is in flight (ordered bytes), dirty data
+	 * counts only when nothing else can be flushed.  (Found with the
+	 * stall benchmark: repeated DELALLOC picks let deferred refs pile up
+	 * until tickets queued.)
+	 */
+	if (srsv__ld(&s->ctx->ordered_bytes) &&
+	    (block_rsv_size || (commit && pinned)))
+		delalloc_size = 0;
+	/*
 	 * Flushing dirty data early hurts allocation patterns, so only do it
 	 * when it outweighs all the other pools together.  Upstream leaves
 	 * pinned space out of "the other pools" and so never commits while
@@ -290,7 +304,6 @@ void srsv__preempt_reclaim(struct srsv_space *s)
 {
 	struct srsv_ctx *ctx = s->ctx;
 	unsigned loops = 0, progress = 0, fruitless = 0;
-	bool satisfied = false;
 	uint64_t backoff, queued;
 
 	srsv__lock(&s->lock);
@@ -303,10 +316,8 @@ void srsv__preempt_reclaim(struct srsv_space *s)
 		uint64_t to_reclaim, mark;
 		int state;
 
-		if (!srsv__need_preemptive_reclaim(s)) {
-			satisfied = true;
+		if (!srsv__need_preemptive_reclaim(s))
 			break;
-		}
 		loops++;
 		state = srsv__preempt_choose(s, &to_reclaim);
 		mark = progress_mark(s, state);
@@ -334,12 +345,15 @@ void srsv__preempt_reclaim(struct srsv_space *s)
 	/*
 	 * We started early enough: upstream's test is "one loop was enough
 	 * and nobody waits".  Runs reclaim a quarter per loop and seldom end
-	 * after one, so upstream's clamp mostly only goes up; ours also comes
-	 * down after any run that flushed until it was no longer needed
-	 * without a single ticket being queued meanwhile.
+	 * after one (at clamp 8 never: the threshold is 1/256 of the free
+	 * space), so upstream's clamp only goes up in practice.  Ours also
+	 * comes down after any run during which no ticket was queued: the
+	 * clamp then settles where tickets are rare, rising on each ticket
+	 * that starts async flushing and falling on each run that kept them
+	 * away.
 	 */
 	if (loops && !srsv__ld(&s->reclaim_size) &&
-	    (loops == 1 || (satisfied && s->stat_queued == queued)) &&
+	    (loops == 1 || s->stat_queued == queued) &&
 	    !(ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP)) {
 		uint64_t clamp = srsv__ld(&s->clamp);
 
