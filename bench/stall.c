@@ -48,6 +48,30 @@
  *   --commit-interval-ms (btrfs's transaction kthread, 30 s there, scaled
  *   to 1 s for 4 s runs): without it a tickets-only run may never commit,
  *   since the ticket walk restarts at its first state on any progress.
+ * - Dirty throttle (the default; --no-dirty-throttle turns it off): a
+ *   simplified balance_dirty_pages().  "Dirty" is dirty plus under-writeback
+ *   pages, as Linux counts it.  Above the background threshold (half the
+ *   limit: Linux's dirty_background_ratio 10 / dirty_ratio 20) a background
+ *   flusher thread (the kernel's wb_workfn) writes dirty pages back until
+ *   dirty drops below it, outside the reservation machinery.  Above the
+ *   freerun point, (limit + bg) / 2, each writer pauses after its writes so
+ *   that together the writers dirty pages at pos_ratio x the measured
+ *   writeback bandwidth, pos_ratio being Linux's cubic: 2 at freerun, 1 at
+ *   the setpoint (freerun + limit) / 2, 0 at the limit.  Pauses are at least
+ *   a jiffy and at most the time to write an eighth of the dirty pages
+ *   (wb_max_pause(), under MAX_PAUSE = 200 ms).  Time paused is "throttled",
+ *   counted apart from time blocked in a reservation.  The limit defaults to
+ *   what the free metadata space leaves for dirty pages' reservations once
+ *   a transaction has copied (and pinned) every tree block: the dirty
+ *   pages' reservations at the limit plus the most a transaction can pin
+ *   fill the pool.  So when nothing flushes early (pinned space grows
+ *   until the timer commits, delayed refs pile up until tickets run them)
+ *   the pool fills before the dirty limit is reached and writers wait on
+ *   tickets, as in the seed (its 4 KiB random writes reserve 64x their
+ *   size in metadata, and a machine's dirty limits are far above what its
+ *   metadata pool can back); when flushing keeps the pool in shape, the
+ *   dirty pages have room up to the limit and the throttle, not the
+ *   tickets, paces the writers to the device.
  * - Direct-I/O workload: reserve the same metadata, write the page on the
  *   device synchronously, complete at once (COW, refs, release): no delalloc.
  *   Its reservations are short-lived; what fills its pool is pinned space
@@ -113,6 +137,15 @@
  * sleeping per write (a few µs) would measure the timer, not the model.
  */
 #define PACE_SLACK_NS (100 * NSEC_PER_USEC)
+/*
+ * Bandwidth estimation period of the dirty throttle.  Linux re-estimates
+ * every 200 ms (BANDWIDTH_INTERVAL) on devices whose dirty limit takes
+ * seconds to write; here the limit drains in ~10 ms, so 20 ms, averaged
+ * with weight 1/4 (a memory of ~80 ms, where Linux averages over ~3 s).
+ */
+#define BW_INTERVAL_NS (20 * NSEC_PER_MSEC)
+/* Linux's MAX_PAUSE (HZ / 5): no throttle pause is ever longer. */
+#define MAX_PAUSE_NS (200 * NSEC_PER_MSEC)
 /* How long main waits for writers blocked in a ticket once told to stop
  * before it shuts the ctx down (a writer stuck longer is a core bug). */
 #define STOP_GRACE_NS (5 * NSEC_PER_SEC)
@@ -147,6 +180,9 @@ struct params {
 	unsigned commit_interval_ms;
 	unsigned ref_us;
 	unsigned jiffy_us;
+	bool dirty_throttle;
+	uint64_t dirty_limit_pages;	/* 0: from the pool, see below */
+	unsigned dirty_bg_pct;		/* background threshold, % of limit */
 	const char *csv_dir;
 	unsigned modes;		/* bit per enum mode */
 	unsigned workloads;	/* bit per enum workload */
@@ -249,9 +285,15 @@ struct writer {
 	pthread_t thread;
 	uint64_t rng;
 	struct lat_log lat;
-	uint64_t blocked_ns;
+	/* Written by the writer, read by the sampler for the timeline. */
+	atomic_uint_fast64_t blocked_ns;	/* in srsv_rsv_add() */
+	atomic_uint_fast64_t throttled_ns;	/* in dirty throttle pauses */
 	uint64_t ops;
 	uint64_t reserve_errors;
+	uint64_t pauses;
+	/* Dirty throttle: pages dirtied since the last pause, and when. */
+	uint64_t bdp_pages;
+	uint64_t bdp_since;
 };
 
 struct sample {
@@ -263,6 +305,9 @@ struct sample {
 	uint64_t ops;
 	uint64_t delayed_refs_rsv;
 	uint64_t commits;
+	uint64_t dirty_pages, wb_pages;
+	uint64_t blocked_ns, throttled_ns;	/* sums over the writers */
+	uint64_t write_bw;			/* pages/s estimate */
 };
 
 struct engine {
@@ -289,6 +334,21 @@ struct engine {
 	uint64_t dirty[MAX_WRITERS];
 	uint64_t dirty_total;
 	unsigned wb_cursor;		/* next file to write back */
+	pthread_cond_t dirty_kick;	/* dirty over bg_thresh, or stop */
+	bool flusher_idle;
+
+	/*
+	 * Dirty throttle, in pages.  wb_inflight: pages under writeback (on
+	 * the device).  write_bw: measured writeback bandwidth in pages/s,
+	 * updated by the device thread (bw_* under dev.lock).
+	 */
+	uint64_t dirty_limit, dirty_bg, dirty_freerun, dirty_setpoint;
+	atomic_uint_fast64_t wb_inflight;
+	atomic_uint_fast64_t write_bw;
+	uint64_t bw_stamp, bw_pages;
+	bool bw_idle;
+	atomic_uint_fast64_t bg_wb_pages;	/* written by the bg flusher */
+	pthread_t flusher;
 
 	struct device dev;
 	pthread_mutex_t commit_lock;	/* one commit at a time */
@@ -340,10 +400,57 @@ static uint64_t page_meta_need(const struct params *p)
 	return 2 * p->head_bytes + PATH_NODES * NODE_BYTES;
 }
 
+static unsigned tree_blocks(unsigned leaves)
+{
+	return leaves + (unsigned)div_round_up(leaves, NODE_FANOUT) + 1;
+}
+
+/*
+ * The trees' size, which is also the most one transaction can pin: every
+ * block of both trees copied once.
+ */
+static uint64_t cow_max_bytes(const struct params *p)
+{
+	return (uint64_t)(tree_blocks(p->fs_leaves) +
+			  tree_blocks(p->ext_leaves)) * NODE_BYTES;
+}
+
+/* Metadata free for reservations at the start: the pool less the trees,
+ * the untouched metadata and the global reservation. */
+static uint64_t free_meta_bytes(const struct params *p)
+{
+	uint64_t taken = p->other_used_bytes + p->global_rsv_bytes +
+			 cow_max_bytes(p);
+
+	return taken < p->pool_bytes ? p->pool_bytes - taken : 0;
+}
+
+/*
+ * The dirty limit, in pages: --dirty-limit-kib, or by default the number
+ * of dirty pages whose reservations fill what a transaction that copied
+ * every tree block leaves of the free metadata space.  Then, when nothing
+ * flushes early (pinned space grows until the timer commits, delayed refs
+ * pile up until tickets run them), the pool fills before the dirty limit
+ * is reached and writers wait on tickets, as in the seed; when the pool is
+ * kept in shape, dirty pages have room up to the limit and the throttle
+ * paces the writers.  Never less than two writeback passes' worth, so the
+ * background threshold and freerun stay meaningful on odd settings.
+ */
+static uint64_t dirty_limit_pages(const struct params *p)
+{
+	uint64_t free = free_meta_bytes(p), cow = cow_max_bytes(p);
+	uint64_t min = 2 * (uint64_t)p->writers * p->wb_chunk_pages, lim;
+
+	if (p->dirty_limit_pages)
+		return p->dirty_limit_pages;
+	lim = free > cow ? (free - cow) / p->item_bytes : 0;
+	return lim > min ? lim : min;
+}
+
 static int tree_init(struct tree *t, unsigned leaves)
 {
 	t->leaves = leaves;
-	t->blocks = leaves + (unsigned)div_round_up(leaves, NODE_FANOUT) + 1;
+	t->blocks = tree_blocks(leaves);
 	t->cow_trans = calloc(t->blocks, sizeof(*t->cow_trans));
 	return t->cow_trans ? 0 : -ENOMEM;
 }
@@ -483,6 +590,31 @@ static void dev_wait(struct device *d, uint64_t seq)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/*
+ * Writeback bandwidth estimate for the dirty throttle (Linux's
+ * wb_update_write_bandwidth(), simplified): pages completed per interval,
+ * averaged with weight 1/4.  An interval in which the writeback queue ran
+ * dry measures the demand, not the device, and is skipped (Linux skips
+ * quiet periods likewise).  dev->lock held.
+ */
+static void update_write_bw(struct engine *e, unsigned pages, uint64_t now)
+{
+	uint64_t elapsed = now - e->bw_stamp;
+
+	e->bw_pages += pages;
+	if (elapsed < BW_INTERVAL_NS)
+		return;
+	if (!e->bw_idle) {
+		uint64_t bw = atomic_load(&e->write_bw);
+		uint64_t cur = e->bw_pages * NSEC_PER_SEC / elapsed;
+
+		atomic_store(&e->write_bw, (3 * bw + cur) / 4);
+	}
+	e->bw_stamp = now;
+	e->bw_pages = 0;
+	e->bw_idle = false;
+}
+
 /* The writeback completion thread (btrfs's endio workers). */
 static void *device_main(void *arg)
 {
@@ -494,6 +626,8 @@ static void *device_main(void *arg)
 	for (;;) {
 		struct io_req *r;
 
+		if (!d->head)
+			e->bw_idle = true;
 		while (!d->head && !d->stop)
 			pthread_cond_wait(&d->kick, &d->lock);
 		if (!d->head)
@@ -503,7 +637,9 @@ static void *device_main(void *arg)
 		sleep_until(r->end_ns);
 		finish_ordered(e, r->inode, r->pages, true);
 		atomic_fetch_add(&e->wb_pages, r->pages);
+		atomic_fetch_sub(&e->wb_inflight, r->pages);
 		pthread_mutex_lock(&d->lock);
+		update_write_bw(e, r->pages, now_ns());
 		d->head = r->next;
 		if (!d->head)
 			d->tail = NULL;
@@ -578,7 +714,8 @@ static void run_delayed_items(struct engine *e, uint64_t nr)
  * walks its delalloc inodes in list order), mark them ordered and queue
  * them on the device.  Returns the last request's seq (0: none).
  */
-static uint64_t start_writeback(struct engine *e, uint64_t want)
+static uint64_t start_writeback(struct engine *e, uint64_t want,
+			       uint64_t *started)
 {
 	const struct params *p = e->p;
 	uint64_t taken[MAX_WRITERS] = { 0 };
@@ -600,7 +737,12 @@ static uint64_t start_writeback(struct engine *e, uint64_t want)
 			e->wb_cursor = (i + 1) % p->writers;
 	}
 	e->dirty_total -= total;
+	/* Counted before they leave dirty_total's lock: the throttle sees
+	 * dirty + writeback without a gap. */
+	atomic_fetch_add(&e->wb_inflight, total);
 	pthread_mutex_unlock(&e->dirty_lock);
+	if (started)
+		*started = total;
 	if (!total)
 		return 0;
 	CHECK(e, srsv_ctx_account_delalloc(e->ctx, -(int64_t)(total * PAGE_BYTES),
@@ -617,6 +759,7 @@ static uint64_t start_writeback(struct engine *e, uint64_t want)
 				pthread_mutex_lock(&e->dirty_lock);
 				e->dirty[i] += taken[i];
 				e->dirty_total += taken[i];
+				atomic_fetch_sub(&e->wb_inflight, taken[i]);
 				pthread_mutex_unlock(&e->dirty_lock);
 				CHECK(e, srsv_ctx_account_delalloc(e->ctx,
 					(int64_t)(taken[i] * PAGE_BYTES),
@@ -680,7 +823,7 @@ static void flush_delalloc(struct engine *e, int state, uint64_t bytes,
 			if (want < dirty / 8)
 				want = dirty / 8;
 		}
-		seq = start_writeback(e, want);
+		seq = start_writeback(e, want, NULL);
 		if (wait)
 			dev_wait(&e->dev, seq);
 		else
@@ -777,6 +920,151 @@ static int engine_flush(struct srsv_space *space, enum srsv_flush_state state,
 	}
 }
 
+/* ---- the dirty throttle (balance_dirty_pages) ---- */
+
+/* Dirty pages as the throttle counts them: dirty plus under writeback. */
+static uint64_t nr_dirty(struct engine *e)
+{
+	uint64_t dirty;
+
+	pthread_mutex_lock(&e->dirty_lock);
+	dirty = e->dirty_total;
+	pthread_mutex_unlock(&e->dirty_lock);
+	return dirty + atomic_load(&e->wb_inflight);
+}
+
+/*
+ * The background flusher (the kernel's wb_workfn for background
+ * writeback): while more than dirty_bg pages are dirty (not counting those
+ * already under writeback, as wb_over_bg_thresh()), write them back, one
+ * request per file per pass so that the threshold is re-read often, with
+ * at most two passes on the device (the block layer's queue depth; deeper
+ * would only move pages from dirty to writeback, both throttled alike).
+ * It frees reservations as writeback completes, without the library
+ * asking: that is the point of comparing it with preemptive flushing.
+ */
+static void *flusher_main(void *arg)
+{
+	struct engine *e = arg;
+	const struct params *p = e->p;
+	uint64_t prev = 0;
+
+	tight_timers();
+	for (;;) {
+		uint64_t want, seq, started = 0;
+
+		pthread_mutex_lock(&e->dirty_lock);
+		while (e->dirty_total <= e->dirty_bg && !atomic_load(&e->stop)) {
+			e->flusher_idle = true;
+			pthread_cond_wait(&e->dirty_kick, &e->dirty_lock);
+		}
+		e->flusher_idle = false;
+		want = e->dirty_total - e->dirty_bg;
+		pthread_mutex_unlock(&e->dirty_lock);
+		if (atomic_load(&e->stop))
+			break;
+		if (want < p->wb_chunk_pages)
+			want = p->wb_chunk_pages;
+		if (want > (uint64_t)p->writers * p->wb_chunk_pages)
+			want = (uint64_t)p->writers * p->wb_chunk_pages;
+		seq = start_writeback(e, want, &started);
+		atomic_fetch_add(&e->bg_wb_pages, started);
+		if (prev)
+			dev_wait(&e->dev, prev);
+		prev = seq;
+	}
+	return NULL;
+}
+
+/*
+ * Linux's pos_ratio (the global part, a cubic): 2 at freerun, 1 at the
+ * setpoint, 0 at the limit.  The per-device line that Linux multiplies in
+ * is left out: there is one device and one writeback queue.
+ */
+static double pos_ratio(const struct engine *e, uint64_t dirty)
+{
+	double x, pos;
+
+	if (dirty >= e->dirty_limit)
+		return 0;
+	x = ((double)e->dirty_setpoint - (double)dirty) /
+	    (double)(e->dirty_limit - e->dirty_setpoint + 1);
+	pos = 1 + x * x * x;
+	return pos < 0 ? 0 : pos > 2 ? 2 : pos;
+}
+
+/*
+ * balance_dirty_pages() after a writer dirtied a page.  Below freerun the
+ * writer runs free.  Above it, the writers together may dirty pos_ratio x
+ * the writeback bandwidth, so each of the N writers gets bw x pos / N pages
+ * per second (Linux estimates this per-task dirty_ratelimit with a control
+ * loop; with N identical writers it converges to bw / N, which we use
+ * directly).  The writer sleeps off the difference between the time its
+ * pages since the last pause should have taken at that rate and the time
+ * they took (Linux's "period - elapsed"), once it reaches a jiffy (no
+ * shorter sleep exists in the kernel); a pause is at most the time to write
+ * an eighth of the dirty pages (wb_max_pause(): longer, and the device
+ * could run dry while the writers sleep) and at most 200 ms.  At or above
+ * the limit it sleeps until dirty drops below it.  Returns the time paused.
+ */
+static uint64_t balance_dirty_pages(struct writer *w)
+{
+	struct engine *e = w->e;
+	const struct params *p = e->p;
+	uint64_t jiffy = p->jiffy_us * NSEC_PER_USEC;
+	uint64_t dirty = nr_dirty(e), now = now_ns(), paused = 0;
+
+	if (dirty <= e->dirty_freerun) {
+		w->bdp_pages = 0;
+		w->bdp_since = now;
+		return 0;
+	}
+	w->bdp_pages++;
+	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
+		/* At least a page a second: a device that completed nothing
+		 * for a while still gets a finite (200 ms) pause. */
+		double bw = (double)(atomic_load(&e->write_bw) ?: 1);
+		double rate = bw * pos_ratio(e, dirty) / p->writers;
+		uint64_t max_pause = (uint64_t)((double)dirty / 8 / bw *
+						NSEC_PER_SEC);
+		uint64_t pause, elapsed = now - w->bdp_since, t;
+
+		if (max_pause > MAX_PAUSE_NS)
+			max_pause = MAX_PAUSE_NS;
+		if (max_pause < jiffy)
+			max_pause = jiffy;
+		if (rate > 0) {
+			uint64_t period = (uint64_t)((double)w->bdp_pages *
+						     NSEC_PER_SEC / rate);
+
+			if (period <= elapsed) {
+				/* Slow enough already (blocked elsewhere). */
+				w->bdp_pages = 0;
+				w->bdp_since = now;
+				break;
+			}
+			if (period - elapsed < jiffy)
+				break;	/* pause later, for more pages */
+			pause = period - elapsed;
+			if (pause > max_pause)
+				pause = max_pause;
+		} else {
+			pause = max_pause;
+		}
+		sleep_until(now + pause);
+		t = now_ns();
+		paused += t - now;
+		w->pauses++;
+		w->bdp_pages = 0;
+		w->bdp_since = t;
+		now = t;
+		dirty = nr_dirty(e);
+		if (dirty < e->dirty_limit)
+			break;
+	}
+	return paused;
+}
+
 /* ---- writers ---- */
 
 static int lat_push(struct lat_log *l, uint64_t ns)
@@ -824,7 +1112,8 @@ static void *writer_main(void *arg)
 		ret = srsv_rsv_add(e->rsv_delalloc, p->item_bytes,
 				   SRSV_FLUSH_ALL, 0);
 		t1 = now_ns();
-		w->blocked_ns += t1 - t0;
+		atomic_fetch_add_explicit(&w->blocked_ns, t1 - t0,
+					  memory_order_relaxed);
 		vt += t1 - t0;
 		if (lat_push(&w->lat, t1 - t0))
 			break;
@@ -845,7 +1134,21 @@ static void *writer_main(void *arg)
 			pthread_mutex_lock(&e->dirty_lock);
 			e->dirty[w->id]++;
 			e->dirty_total++;
+			/* wb_start_background_writeback() */
+			if (p->dirty_throttle && e->flusher_idle &&
+			    e->dirty_total > e->dirty_bg) {
+				e->flusher_idle = false;
+				pthread_cond_signal(&e->dirty_kick);
+			}
 			pthread_mutex_unlock(&e->dirty_lock);
+			if (p->dirty_throttle) {
+				uint64_t paused = balance_dirty_pages(w);
+
+				atomic_fetch_add_explicit(&w->throttled_ns,
+							  paused,
+							  memory_order_relaxed);
+				vt += paused;
+			}
 		} else {
 			/* The write, then its completion in this thread;
 			 * waiting for the device is lost time too. */
@@ -888,6 +1191,17 @@ static void *sampler_main(void *arg)
 			s->ops = atomic_load(&e->ops);
 			s->delayed_refs_rsv = info.delayed_refs_rsv_reserved;
 			s->commits = atomic_load(&e->commits);
+			pthread_mutex_lock(&e->dirty_lock);
+			s->dirty_pages = e->dirty_total;
+			pthread_mutex_unlock(&e->dirty_lock);
+			s->wb_pages = atomic_load(&e->wb_inflight);
+			for (unsigned i = 0; i < e->p->writers; i++) {
+				s->blocked_ns += atomic_load(
+					&e->writers[i].blocked_ns);
+				s->throttled_ns += atomic_load(
+					&e->writers[i].throttled_ns);
+			}
+			s->write_bw = atomic_load(&e->write_bw);
 			e->nr_samples++;
 		}
 		next += e->p->sample_ms * NSEC_PER_MSEC;
@@ -928,16 +1242,21 @@ static int write_csv(const struct engine *e, const char *path)
 	if (!f)
 		return -errno;
 	fprintf(f, "t_ms,may_use,pinned,used,total,clamp,delalloc,ordered,"
-		   "queued_tickets,ops,delayed_refs_rsv,commits\n");
+		   "queued_tickets,ops,delayed_refs_rsv,commits,dirty_pages,"
+		   "wb_pages,blocked_ms,throttled_ms,write_bw\n");
 	for (size_t i = 0; i < e->nr_samples; i++) {
 		const struct sample *s = &e->samples[i];
 
 		fprintf(f, "%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			",%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64
-			",%" PRIu64 "\n",
+			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.3f,%"
+			PRIu64 "\n",
 			(double)s->t_ns / NSEC_PER_MSEC, s->may_use, s->pinned,
 			s->used, s->total, s->clamp, s->delalloc, s->ordered,
-			s->queued, s->ops, s->delayed_refs_rsv, s->commits);
+			s->queued, s->ops, s->delayed_refs_rsv, s->commits,
+			s->dirty_pages, s->wb_pages,
+			(double)s->blocked_ns / NSEC_PER_MSEC,
+			(double)s->throttled_ns / NSEC_PER_MSEC, s->write_bw);
 	}
 	return fclose(f) ? -errno : 0;
 }
@@ -948,6 +1267,9 @@ struct result {
 	bool ok;
 	double ops_per_s;
 	double blocked_share;
+	double throttled_share;		/* of writer time, dirty throttle */
+	uint64_t pauses;
+	uint64_t bg_wb_pages;
 	uint64_t p50_ns, p99_ns, max_ns;
 	uint64_t tickets;		/* granted + failed */
 	uint64_t tickets_failed;
@@ -997,6 +1319,7 @@ static int engine_init(struct engine *e, const struct params *p,
 	pthread_mutex_init(&e->dirty_lock, NULL);
 	pthread_mutex_init(&e->commit_lock, NULL);
 	pthread_mutex_init(&e->dev.lock, NULL);
+	pthread_cond_init(&e->dirty_kick, NULL);
 	pthread_cond_init(&e->dev.kick, NULL);
 	pthread_cond_init(&e->dev.done, NULL);
 	if (tree_init(&e->fs, p->fs_leaves) || tree_init(&e->ext, p->ext_leaves))
@@ -1037,6 +1360,16 @@ static int engine_init(struct engine *e, const struct params *p,
 	ret = preload_used(e, e->setup_used);
 	if (ret)
 		return ret;
+
+	e->dirty_limit = dirty_limit_pages(p);
+	e->dirty_bg = e->dirty_limit * p->dirty_bg_pct / 100;
+	e->dirty_freerun = (e->dirty_limit + e->dirty_bg) / 2;
+	e->dirty_setpoint = (e->dirty_freerun + e->dirty_limit) / 2;
+	/* Until measured: the device's rate for writeback requests (Linux
+	 * starts from a fixed 100 MB/s). */
+	atomic_store(&e->write_bw, p->wb_chunk_pages * NSEC_PER_SEC /
+		     dev_cost_ns(p, (uint64_t)p->wb_chunk_pages * PAGE_BYTES));
+	e->bw_stamp = now_ns();
 	return pthread_create(&e->dev.thread, NULL, device_main, e) ? -EAGAIN :
 									0;
 }
@@ -1112,7 +1445,7 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 {
 	struct engine *e = calloc(1, sizeof(*e));
 	struct srsv_space_info info;
-	uint64_t t0, t1, blocked = 0, nr_lat = 0, *all;
+	uint64_t t0, t1, blocked = 0, throttled = 0, nr_lat = 0, *all;
 	size_t k = 0;
 	int ret;
 
@@ -1133,6 +1466,8 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	pthread_create(&e->sampler, NULL, sampler_main, e);
 	if (p->commit_interval_ms)
 		pthread_create(&e->committer, NULL, committer_main, e);
+	if (p->dirty_throttle && wl == WL_BUFFERED)
+		pthread_create(&e->flusher, NULL, flusher_main, e);
 	for (unsigned i = 0; i < p->writers; i++) {
 		struct writer *w = &e->writers[i];
 
@@ -1163,6 +1498,12 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	pthread_join(e->sampler, NULL);
 	if (p->commit_interval_ms)
 		pthread_join(e->committer, NULL);
+	if (p->dirty_throttle && wl == WL_BUFFERED) {
+		pthread_mutex_lock(&e->dirty_lock);
+		pthread_cond_signal(&e->dirty_kick);
+		pthread_mutex_unlock(&e->dirty_lock);
+		pthread_join(e->flusher, NULL);
+	}
 	pthread_mutex_lock(&e->dev.lock);
 	e->dev.stop = true;
 	pthread_cond_signal(&e->dev.kick);
@@ -1175,7 +1516,9 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	for (unsigned i = 0; i < p->writers; i++) {
 		struct writer *w = &e->writers[i];
 
-		blocked += w->blocked_ns;
+		blocked += atomic_load(&w->blocked_ns);
+		throttled += atomic_load(&w->throttled_ns);
+		r->pauses += w->pauses;
 		nr_lat += w->lat.nr;
 		r->reserve_errors += w->reserve_errors;
 	}
@@ -1201,6 +1544,9 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	r->ops_per_s = (double)atomic_load(&e->ops) * NSEC_PER_SEC /
 		       (double)(t1 - t0);
 	r->blocked_share = (double)blocked / ((double)p->writers * (t1 - t0));
+	r->throttled_share = (double)throttled /
+			     ((double)p->writers * (t1 - t0));
+	r->bg_wb_pages = atomic_load(&e->bg_wb_pages);
 	r->tickets = info.tickets_granted + info.tickets_failed;
 	r->tickets_failed = info.tickets_failed;
 	r->async_runs = info.async_runs;
@@ -1259,7 +1605,8 @@ static double median_d(double *v, unsigned n)
 
 struct summary {
 	bool have;
-	double ops, blocked, p50, p99, max, tickets, async_runs, preempt_runs;
+	double ops, blocked, throttled, p50, p99, max, tickets, async_runs;
+	double preempt_runs, bg_wb_pages, wb_pages, pauses;
 	double commits, commits_preempt, commits_timer, device_busy;
 	double flushes[SRSV_STATE_COUNT], preempt_flushes[SRSV_STATE_COUNT];
 	unsigned median_run;
@@ -1277,6 +1624,10 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 		s->ok = s->ok && res[i].ok;
 	s->ops = MEDIAN(res, n, ops_per_s);
 	s->blocked = MEDIAN(res, n, blocked_share);
+	s->throttled = MEDIAN(res, n, throttled_share);
+	s->bg_wb_pages = MEDIAN(res, n, bg_wb_pages);
+	s->wb_pages = MEDIAN(res, n, wb_pages);
+	s->pauses = MEDIAN(res, n, pauses);
 	s->p50 = MEDIAN(res, n, p50_ns);
 	s->p99 = MEDIAN(res, n, p99_ns);
 	s->max = MEDIAN(res, n, max_ns);
@@ -1305,9 +1656,10 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 static void print_summary(enum workload wl, enum mode m,
 			  const struct summary *s)
 {
-	printf("%-8s %-8s %9.0f %7.1f%% %9.1f %9.1f %9.1f %8.0f %6.0f %7.0f "
-	       "%5.0f(%.0f/%.0f) %5.0f%% %s\n",
+	printf("%-8s %-8s %9.0f %7.1f%% %7.1f%% %9.1f %9.1f %9.1f %8.0f %6.0f "
+	       "%7.0f %5.0f(%.0f/%.0f) %5.0f%% %s\n",
 	       workload_names[wl], mode_names[m], s->ops, 100 * s->blocked,
+	       100 * s->throttled,
 	       s->p50 / NSEC_PER_USEC, s->p99 / NSEC_PER_USEC,
 	       s->max / NSEC_PER_USEC, s->tickets, s->async_runs,
 	       s->preempt_runs, s->commits, s->commits_timer,
@@ -1327,6 +1679,10 @@ static void print_flushes(enum workload wl, enum mode m,
 		       s->flushes[st] - s->preempt_flushes[st],
 		       s->preempt_flushes[st]);
 	}
+	if (wl == WL_BUFFERED)
+		printf("; pages written back %.0f, by the bg flusher %.0f; "
+		       "throttle pauses %.0f", s->wb_pages, s->bg_wb_pages,
+		       s->pauses);
 	printf("\n");
 }
 
@@ -1369,7 +1725,13 @@ static void usage(FILE *f)
 "  --commit-us N      commit latency (default 10000)\n"
 "  --commit-interval-ms N  timer commit period, 0: none (default 1000)\n"
 "  --ref-us N         cost of one delayed ref or item (default 5)\n"
-"  --jiffy-us N       DELALLOC's sleep between passes (default 1000)\n"
+"  --jiffy-us N       DELALLOC's sleep between passes, shortest throttle\n"
+"                     pause (default 1000)\n"
+"  --no-dirty-throttle  no balance_dirty_pages, no background writeback:\n"
+"                     the reservation is the writers' only throttle\n"
+"  --dirty-limit-kib N  dirty limit (default: what the free metadata less\n"
+"                     the trees' size leaves, / item; see the source)\n"
+"  --dirty-bg-pct N   background threshold, %% of the limit (default 50)\n"
 "  --pool-mib N       metadata pool (default 512)\n"
 "  --other-mib N      untouched used metadata (default 208)\n"
 "  --fs-leaves N      fs tree leaves (default 4096)\n"
@@ -1409,25 +1771,29 @@ int main(int argc, char **argv)
 {
 	/*
 	 * Defaults, and why:
-	 * - 512 MiB metadata pool, 320 MiB of it used (trees + other), a
-	 *   32 MiB global rsv: 160 MiB free = 640 writes' worth of 256 KiB
-	 *   reservations, i.e. 2.5 MiB of dirty data before writers block,
-	 *   the same order as btrfs's (a 4 KiB random write reserves 64x its
-	 *   size in metadata).
-	 * - fs tree 8192 leaves (128 MiB), extent tree 4096 (64 MiB): a
-	 *   transaction can pin more than the free space, so pinned space
-	 *   matters and commits are needed, as in the seed.
+	 * - 512 MiB metadata pool, 304 MiB of it used (the trees below and
+	 *   208 MiB of other metadata), a 32 MiB global rsv: 176 MiB free =
+	 *   704 writes' worth of 256 KiB reservations, i.e. 2.75 MiB of
+	 *   dirty data before writers block, the same order as btrfs's (a
+	 *   4 KiB random write reserves 64x its size in metadata).
+	 * - fs tree 4096 leaves (64 MiB), extent tree 2048 (32 MiB): a
+	 *   transaction that touches every leaf pins 96 MiB, more than half
+	 *   the free space, so pinned space matters and commits are needed,
+	 *   as in the seed.
 	 * - 20 µs of writer time per 4 KiB buffered write: btrfs's buffered
 	 *   write path (copy, extent state, reservation), ~50k writes/s per
-	 *   thread.
+	 *   thread, 4x what the device below can write back.
 	 * - Device 250 MiB/s with 20 µs per request: writeback including the
 	 *   per-extent completion work of random 4 KiB extents, well below a
 	 *   modern SSD's sequential rate.
 	 * - Commit 10 ms (superblock writes and cache flushes), delayed ref
-	 *   5 µs (an extent-tree update with cached metadata), jiffy 4 ms
-	 *   (HZ=250, Debian's kernel).
+	 *   5 µs (an extent-tree update with cached metadata), jiffy 1 ms
+	 *   (HZ=1000).
 	 * - Delayed ref head 48 KiB: a path of 3 x 16 KiB nodes in the
 	 *   extent tree.  The inode item update: 48 KiB likewise.
+	 * - Dirty throttle on, its limit from the pool (dirty_limit_pages():
+	 *   318 pages here, 1.24 MiB), background writeback from half of it
+	 *   (Linux's dirty_background_ratio 10 / dirty_ratio 20).
 	 */
 	struct params p = {
 		.writers = 4,
@@ -1450,6 +1816,9 @@ int main(int argc, char **argv)
 		.commit_interval_ms = 1000,
 		.ref_us = 5,
 		.jiffy_us = 1000,
+		.dirty_throttle = true,
+		.dirty_limit_pages = 0,
+		.dirty_bg_pct = 50,
 		.csv_dir = NULL,
 		.modes = (1u << MODE_COUNT) - 1,
 		.workloads = (1u << WL_COUNT) - 1,
@@ -1461,7 +1830,8 @@ int main(int argc, char **argv)
 		OPT_DEV_US, OPT_DEV_LAT, OPT_CHUNK, OPT_COMMIT, OPT_INTERVAL,
 		OPT_REF,
 		OPT_JIFFY, OPT_POOL, OPT_OTHER, OPT_FS, OPT_EXT, OPT_GLOBAL,
-		OPT_ITEM, OPT_HEAD, OPT_SEED, OPT_HELP,
+		OPT_ITEM, OPT_HEAD, OPT_SEED, OPT_NO_THROTTLE, OPT_DIRTY_LIMIT,
+		OPT_DIRTY_BG, OPT_HELP,
 	};
 	static const struct option opts[] = {
 		{ "duration-ms", required_argument, NULL, OPT_DURATION },
@@ -1488,6 +1858,9 @@ int main(int argc, char **argv)
 		{ "item-kib", required_argument, NULL, OPT_ITEM },
 		{ "head-kib", required_argument, NULL, OPT_HEAD },
 		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "no-dirty-throttle", no_argument, NULL, OPT_NO_THROTTLE },
+		{ "dirty-limit-kib", required_argument, NULL, OPT_DIRTY_LIMIT },
+		{ "dirty-bg-pct", required_argument, NULL, OPT_DIRTY_BG },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -1528,6 +1901,11 @@ int main(int argc, char **argv)
 		case OPT_ITEM: p.item_bytes = v * KIB; break;
 		case OPT_HEAD: p.head_bytes = v * KIB; break;
 		case OPT_SEED: p.seed = v; break;
+		case OPT_NO_THROTTLE: p.dirty_throttle = false; break;
+		case OPT_DIRTY_LIMIT:
+			p.dirty_limit_pages = div_round_up(v * KIB, PAGE_BYTES);
+			break;
+		case OPT_DIRTY_BG: p.dirty_bg_pct = (unsigned)v; break;
 		case OPT_HELP: usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -1536,6 +1914,7 @@ int main(int argc, char **argv)
 	if (!p.writers || p.writers > MAX_WRITERS || !p.runs || p.runs > 64 ||
 	    !p.duration_ms || !p.sample_ms || !p.modes || !p.workloads ||
 	    !p.wb_chunk_pages || p.fs_leaves < 1 || p.ext_leaves < 1 ||
+	    p.dirty_bg_pct >= 100 || !p.jiffy_us ||
 	    p.item_bytes < page_meta_need(&p)) {
 		fprintf(stderr, "stall: bad options (item must cover %" PRIu64
 			" KiB: two ref heads and a 3-node path)\n",
@@ -1550,10 +1929,25 @@ int main(int argc, char **argv)
 	       p.writers, p.duration_ms, p.runs, p.pool_bytes / MIB,
 	       p.other_used_bytes / MIB, p.item_bytes / KIB, p.write_us,
 	       p.dev_us_per_mib, p.dev_lat_us, p.commit_us);
-	printf("%-8s %-8s %9s %8s %9s %9s %9s %8s %6s %7s %10s %6s\n",
-	       "workload", "mode", "ops/s", "blocked", "p50(us)", "p99(us)",
-	       "max(us)", "tickets", "async", "preempt", "commits(tmr/pre)",
-	       "device");
+	if (p.dirty_throttle) {
+		uint64_t lim = dirty_limit_pages(&p);
+
+		printf("dirty throttle: limit %" PRIu64 " pages (%" PRIu64
+		       " KiB; their reservations %" PRIu64 " MiB + a "
+		       "transaction's max pinned %" PRIu64 " MiB vs free "
+		       "metadata %" PRIu64 " MiB), background %" PRIu64
+		       ", freerun %" PRIu64 "\n", lim, lim * PAGE_BYTES / KIB,
+		       lim * p.item_bytes / MIB, cow_max_bytes(&p) / MIB,
+		       free_meta_bytes(&p) / MIB, lim * p.dirty_bg_pct / 100,
+		       (lim + lim * p.dirty_bg_pct / 100) / 2);
+	} else {
+		printf("dirty throttle: off (no balance_dirty_pages, no "
+		       "background writeback)\n");
+	}
+	printf("%-8s %-8s %9s %8s %8s %9s %9s %9s %8s %6s %7s %10s %6s\n",
+	       "workload", "mode", "ops/s", "blocked", "throttl", "p50(us)",
+	       "p99(us)", "max(us)", "tickets", "async", "preempt",
+	       "commits(tmr/pre)", "device");
 
 	memset(sum, 0, sizeof(sum));
 	for (int wl = 0; wl < WL_COUNT; wl++) {

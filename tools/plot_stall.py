@@ -4,14 +4,20 @@
 
 bench_stall --csv-dir DIR writes DIR/stall-<workload>-<mode>.csv, one row
 every --sample-ms: t_ms, may_use, pinned, used, total, clamp, delalloc,
-ordered, queued_tickets, ops, delayed_refs_rsv, commits.  This script draws,
-for one workload, one panel per mode (tickets-only first): the pool's
-may_use and pinned bytes and the writers' throughput, with the time tickets
-were queued shaded; and a last panel with the preemptive clamp.  Several
-result directories (e.g. two regimes) become side-by-side columns.
+ordered, queued_tickets, ops, delayed_refs_rsv, commits, dirty_pages,
+wb_pages, blocked_ms, throttled_ms, write_bw (the last five since the dirty
+throttle; older files without them still plot).  This script draws, for one
+workload, one panel per mode (tickets-only first): the pool's may_use,
+pinned and delayed-refs bytes, the reservations of the dirty and
+under-writeback pages, and the writers' throughput, with the time tickets
+were queued shaded; a panel with the share of writer time blocked in a
+reservation (solid) and paused by the dirty throttle (dashed), per mode;
+and a last panel with the preemptive clamp.  Several result directories
+(e.g. two regimes) become side-by-side columns.
 
     tools/plot_stall.py DIR [DIR...] -o docs/stall.png [--workload buffered]
                         [--window 1000:2500] [--titles "A,B"]
+                        [--writers 4] [--item-kib 256] [--smooth 5]
 """
 import argparse
 import csv
@@ -49,12 +55,23 @@ def rate(t_ms, ops):
     return out
 
 
+def share(t_ms, ms, writers, smooth):
+    """Share of writer time spent in @ms (a cumulative column), averaged
+    over @smooth samples."""
+    out = [0.0] * len(t_ms)
+    for i in range(len(t_ms)):
+        j = max(0, i - smooth)
+        dt = (t_ms[i] - t_ms[j]) * writers
+        out[i] = (ms[i] - ms[j]) / dt if dt > 0 else 0.0
+    return out
+
+
 def window(cols, lo, hi):
     keep = [i for i, t in enumerate(cols["t_ms"]) if lo <= t <= hi]
     return {k: [v[i] for i in keep] for k, v in cols.items()}
 
 
-def load_dir(csv_dir, workload, lo, hi):
+def load_dir(csv_dir, workload, lo, hi, writers, smooth):
     data = {}
     for m in MODES:
         path = os.path.join(csv_dir, f"stall-{workload}-{m}.csv")
@@ -62,13 +79,17 @@ def load_dir(csv_dir, workload, lo, hi):
             cols = load(path)
             if cols:
                 cols["kops"] = rate(cols["t_ms"], cols["ops"])
+                for k in ("blocked_ms", "throttled_ms"):
+                    if k in cols:
+                        cols[k + "_share"] = share(cols["t_ms"], cols[k],
+                                                   writers, smooth)
                 data[m] = window(cols, lo, hi)
     if "tickets" not in data:
         sys.exit(f"plot_stall: no stall-{workload}-tickets.csv in {csv_dir}")
     return data
 
 
-def draw_column(axes, data, workload, title):
+def draw_column(axes, data, workload, title, item):
     modes = [m for m in MODES if m in data]
     ymax = max(max(d["total"]) - min(d["used"]) for d in data.values()) / MIB
     kmax = max(max(d["kops"]) for d in data.values()) * 1.05
@@ -89,6 +110,11 @@ def draw_column(axes, data, workload, title):
                 lw=1.2, label="pinned")
         ax.plot(t, [x / MIB for x in d["delayed_refs_rsv"]],
                 color="tab:purple", lw=0.8, label="delayed refs rsv")
+        if "dirty_pages" in d:
+            ax.plot(t, [(a + b) * item / MIB for a, b in
+                        zip(d["dirty_pages"], d["wb_pages"])],
+                    color="tab:brown", lw=0.8,
+                    label="rsv of dirty + writeback pages")
         ax.set_ylim(0, ymax * 1.05)
         ax.set_ylabel("MiB")
         total_ops = d["ops"][-1] - d["ops"][0]
@@ -109,8 +135,29 @@ def draw_column(axes, data, workload, title):
             l1.append("tickets queued")
             ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=6,
                       ncol=3)
-    axc = axes[len(modes)]
+    # A column with fewer modes than the others leaves empty mode rows:
+    # the share and clamp panels stay on the last two rows.
+    for ax in axes[len(modes):-2]:
+        ax.set_visible(False)
+    axs = axes[-2]
+    colors = {"tickets": "tab:red", "clamp1": "tab:gray",
+              "adaptive": "tab:blue"}
     for m in modes:
+        d = data[m]
+        if "blocked_ms_share" in d:
+            axs.plot(d["t_ms"], [100 * x for x in d["blocked_ms_share"]],
+                     color=colors[m], lw=1.0,
+                     label=f"{m}: blocked in reservation")
+            axs.plot(d["t_ms"], [100 * x for x in d["throttled_ms_share"]],
+                     color=colors[m], lw=1.0, ls="--",
+                     label=f"{m}: dirty throttle")
+    axs.set_ylim(0, 105)
+    axs.set_ylabel("% of writer time")
+    if axs.lines:
+        axs.legend(loc="upper right", fontsize=6, ncol=3)
+    axc = axes[-1]
+    # Tickets-only never flushes preemptively: its clamp means nothing.
+    for m in (m for m in modes if m != "tickets"):
         axc.step(data[m]["t_ms"], data[m]["clamp"], where="post",
                  label=LABELS[m])
     axc.set_ylim(0, 9)
@@ -129,20 +176,27 @@ def main():
                     help="time window in ms, LO:HI (default 1000:2500)")
     ap.add_argument("--titles", default="",
                     help="comma-separated column titles")
+    ap.add_argument("--writers", type=int, default=4,
+                    help="bench_stall --writers (for the time shares)")
+    ap.add_argument("--item-kib", type=int, default=256,
+                    help="bench_stall --item-kib (reservation per page)")
+    ap.add_argument("--smooth", type=int, default=5,
+                    help="samples averaged in the time shares")
     args = ap.parse_args()
     lo, hi = (float(x) for x in args.window.split(":"))
     titles = args.titles.split(",") if args.titles else []
     titles += [""] * (len(args.csv_dirs) - len(titles))
 
-    columns = [load_dir(d, args.workload, lo, hi) for d in args.csv_dirs]
-    rows = max(len(c) for c in columns) + 1
+    columns = [load_dir(d, args.workload, lo, hi, args.writers, args.smooth)
+               for d in args.csv_dirs]
+    rows = max(len(c) for c in columns) + 2
     fig, axes = plt.subplots(rows, len(columns), sharex="col", squeeze=False,
                              figsize=(9 * len(columns), 2.5 * rows),
                              gridspec_kw={"height_ratios":
-                                          [3] * (rows - 1) + [1.2]})
+                                          [3] * (rows - 2) + [1.6, 1.2]})
     for col, (data, title) in enumerate(zip(columns, titles)):
         draw_column([axes[r][col] for r in range(rows)], data,
-                    args.workload, title)
+                    args.workload, title, args.item_kib * 1024)
     fig.tight_layout()
     fig.savefig(args.output, dpi=100)
     print(f"plot_stall: wrote {args.output}")
