@@ -455,9 +455,10 @@ __attribute__((weak)) void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx)
 }
 
 __attribute__((weak)) uint64_t srsv__zoned_flush(struct srsv_space *s,
-						 int state)
+						 int state, uint64_t bytes)
 {
 	(void)s;
 	(void)state;
+	(void)bytes;
 	return 0;
 }

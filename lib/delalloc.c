@@ -9,7 +9,8 @@
  * 1. Quota first (seed 000: "qgroup meta prealloc first, then the space
  *    reservation; if that fails, free the qgroup prealloc"): DATA for the
  *    bytes and META_PREALLOC for the metadata, in one admission so that a
- *    NOWAIT write try-locks the quota once and a flushing one flushes once.
+ *    NOWAIT write try-locks the quota once and a flushing one runs at most
+ *    one quota flush.
  * 2. Data space: may_use in the DATA (or MIXED) pool.
  * 3. Metadata: one extent item's worth per extent the write may create,
  *    ceil(N / delalloc_max_extent_bytes) * delalloc_extent_meta_bytes
@@ -21,7 +22,14 @@
  * its lock-free release, so after a failure every pool, rsv and quota holds
  * what it held before the call.
  *
- * The modes map onto the pool flush modes through mode_table below.
+ * The modes map onto the pool flush modes through mode_table below
+ * (research/btrfs-upstream.md section 6).  LIMIT is for a caller that holds
+ * a transaction (btrfs: current->journal_info set): metadata FLUSH_LIMIT,
+ * whose priority states are cheap and never commit; data NO_FLUSH (btrfs
+ * flushes data there only for its free-space inode); quota without a flush,
+ * since the quota flush commits and the commit would wait for the caller's
+ * own transaction (section 9, item 9).
+ *
  * NOWAIT uses NO_FLUSH with the NOWAIT flag, not FLUSH_DATA: a NOWAIT write
  * must not pass queued tickets (FLUSH_DATA may, by btrfs's rule), and
  * NO_FLUSH is what btrfs's nowait path uses (seed 000's noflush).  Any
@@ -30,6 +38,31 @@
  * error there made fio fail writes that a blocking retry would have done).
  * Its undo gives data back with srsv__space_release_nowait(), which never
  * takes the pool lock when it is busy.
+ *
+ * HOW A RESERVATION ENDS
+ *
+ * srsv_delalloc_finish() is all or nothing up to its point of no return.
+ * Its steps that can fail on a consistent ctx come first, each undone if a
+ * later one fails:
+ *
+ * 1. the metadata leaves the shared DELALLOC rsv (srsv__rsv_take(): size
+ *    and reserved together, under one lock; another user may have drained
+ *    or shrunk the rsv: -ENOSPC / -EINVAL, nothing changed);
+ * 2. the quota moves, all kinds at once (srsv__quota_finish(): -EINVAL if
+ *    the tenant holds less than the resv says); on failure step 1 is put
+ *    back (srsv__rsv_put_back()).
+ *
+ * Then the pool transitions: metadata and data may_use -> reserved -> used
+ * and the unused metadata back to the pool.  They cannot fail while the
+ * caller holds what the resv says (may_use includes it); they cannot be
+ * undone either, so they come last.  If one fails all the same, the
+ * counters were wrong before the call: the others still run and the first
+ * error is returned.
+ *
+ * srsv_delalloc_release() cannot refuse: a cancelled write must give back
+ * everything.  When the rsv no longer holds our share (drained or shrunk by
+ * another user), it drops what is left of our part of the rsv's size; the
+ * rsv then returns what it holds above its size, so no may_use is stranded.
  */
 #include <string.h>
 
@@ -38,25 +71,32 @@
 
 #define DELALLOC_MAGIC 0x64616c6cu	/* "dall" */
 
-/* The steps of a reservation, in order (fault injection names them). */
+/*
+ * The fallible steps, in order (fault injection names them): those of
+ * srsv_delalloc_reserve(), then those of finish and release.
+ */
 enum delalloc_step {
 	STEP_QUOTA = 0,
 	STEP_DATA = 1,
-	STEP_META = 2
+	STEP_META = 2,
+	STEP_FINISH_RSV = 3,
+	STEP_FINISH_QUOTA = 4,
+	STEP_RELEASE_RSV = 5
 };
 
 /*
- * White-box tests only: when set, called before each step with the step
- * number; a non-zero return (a negative errno) is taken as that step's
- * failure, after the earlier steps succeeded.  Hidden symbol, reachable
- * only by linking the static library.  Not thread-safe: set it while no
- * reservation runs.
+ * White-box tests only (internal.h): when set, called before each step
+ * with the step number; a non-zero return (a negative errno) is taken as
+ * that step's failure.  Hidden symbol, reachable only by linking the
+ * static library.  Read with AO_load() because every reservation reads it
+ * while tests run threads; tests set it while no delalloc call runs.
  */
-int (*srsv__delalloc_fault)(int step);
+volatile AO_t srsv__delalloc_fault;
 
 static int inject(int step)
 {
-	int (*fault)(int) = srsv__delalloc_fault;
+	uintptr_t hook = (uintptr_t)AO_load(&srsv__delalloc_fault);
+	srsv__delalloc_fault_fn fault = (srsv__delalloc_fault_fn)hook;
 
 	return fault ? fault(step) : 0;
 }
@@ -83,6 +123,11 @@ static const struct {
 		SRSV_NO_FLUSH, SRSV_NO_FLUSH, SRSV_RESERVE_NOWAIT,
 		SRSV_RESERVE_NOWAIT
 	},
+	/* The caller holds a transaction: cheap metadata flushing only,
+	 * nothing that commits (see the essay). */
+	[SRSV_DELALLOC_LIMIT] = {
+		SRSV_NO_FLUSH, SRSV_FLUSH_LIMIT, 0, SRSV_QUOTA_NOFLUSH
+	},
 };
 
 SRSV__EXPORT int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx,
@@ -93,13 +138,11 @@ SRSV__EXPORT int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx,
 
 	if (!ctx || !meta_bytes || bytes > SRSV_MAX_BYTES)
 		return -EINVAL;
-	/* The ctx fills these defaults; fall back to them all the same. */
-	per_extent = ctx->cfg.delalloc_extent_meta_bytes ?
-		     ctx->cfg.delalloc_extent_meta_bytes : ctx->cfg.item_bytes;
-	max_extent = ctx->cfg.delalloc_max_extent_bytes ?
-		     ctx->cfg.delalloc_max_extent_bytes : SZ_128M;
+	/* Both non-zero: srsv_ctx_create() fills the defaults. */
+	per_extent = ctx->cfg.delalloc_extent_meta_bytes;
+	max_extent = ctx->cfg.delalloc_max_extent_bytes;
 	n = bytes / max_extent + (bytes % max_extent != 0);
-	if (per_extent && n > SRSV_MAX_BYTES / per_extent)
+	if (n > SRSV_MAX_BYTES / per_extent)
 		return -EINVAL;
 	if (extents)
 		*extents = n;
@@ -147,10 +190,9 @@ SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
 		return 0;
 	}
 	nowait = mode == SRSV_DELALLOC_NOWAIT;
+	/* Every ctx has both (ctx.c). */
 	data = data_space(ctx);
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
-	if (!data || !rsv)
-		return -EINVAL;
 
 	/* 1. Quota: DATA and META_PREALLOC together. */
 	if (quota) {
@@ -172,16 +214,14 @@ SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
 	if (ret)
 		goto undo_quota;
 
-	/* 3. Metadata into the DELALLOC rsv. */
-	if (meta) {
-		ret = inject(STEP_META);
-		if (!ret)
-			ret = srsv_rsv_add(rsv, meta,
-					   mode_table[mode].meta_mode,
-					   mode_table[mode].space_flags);
-		if (ret)
-			goto undo_data;
-	}
+	/* 3. Metadata into the DELALLOC rsv (meta > 0: bytes > 0 and the
+	 * per-extent cost is never 0). */
+	ret = inject(STEP_META);
+	if (!ret)
+		ret = srsv_rsv_add(rsv, meta, mode_table[mode].meta_mode,
+				   mode_table[mode].space_flags);
+	if (ret)
+		goto undo_data;
 
 	resv->bytes = bytes;
 	resv->data_bytes = bytes;
@@ -218,62 +258,70 @@ static bool resv_ok(const struct srsv_delalloc_resv *resv)
 }
 
 /*
- * Take @bytes back out of the DELALLOC rsv exactly as srsv_rsv_add() put
- * them in: use them (reserved -= bytes), then shrink the size by as much.
- * The bytes stay in may_use, owned by the caller.  Using before shrinking
- * leaves no excess above the size, so nothing spills into another rsv.
+ * Drop what is left of our @bytes of the rsv's size, when srsv__rsv_take()
+ * refused because another user drained or shrank the shared rsv: the rsv
+ * returns what it then holds above its size (with the spill rules of
+ * srsv_rsv_release()).  srsv_rsv_release() refuses, changing nothing, only
+ * when the size shrank below what we read: read it again.  As in a
+ * compare-and-swap loop, a round repeats only because another user shrank
+ * the size in between, that is, made progress.
  */
-static int rsv_take(struct srsv_rsv *rsv, uint64_t bytes)
+static int rsv_drop_remaining(struct srsv_rsv *rsv, uint64_t bytes)
 {
+	struct srsv_rsv_info info;
 	int ret;
 
-	if (!bytes)
-		return 0;
-	ret = srsv_rsv_use(rsv, bytes);
-	if (ret)
-		return ret;
-	return srsv_rsv_release(rsv, bytes, NULL);
+	do {
+		ret = srsv_rsv_get_info(rsv, &info);
+		if (ret)
+			return ret;
+		ret = srsv_rsv_release(rsv, srsv__min(bytes, info.size), NULL);
+	} while (ret == -EINVAL);
+	return ret;
+}
+
+/* Keep the first error. */
+static void first_error(int *ret, int r)
+{
+	if (!*ret)
+		*ret = r;
 }
 
 SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 {
 	struct srsv_ctx *ctx;
 	struct srsv_rsv *rsv;
-	int ret = 0;
+	int ret = 0, r;
 
 	if (!resv_ok(resv))
 		return -EINVAL;
 	ctx = resv->ctx;
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
 
-	/* Reverse order of srsv_delalloc_reserve(): metadata, data, quota. */
+	/* Reverse order of srsv_delalloc_reserve(): metadata, data, quota.
+	 * Every step runs whatever the others did. */
 	if (resv->meta_bytes) {
-		ret = rsv_take(rsv, resv->meta_bytes);
-		if (!ret) {
-			ret = srsv_space_release(meta_space(ctx),
-						 resv->meta_bytes);
-		} else if (ret == -ENOSPC) {
-			/*
-			 * Somebody else used our share of the shared rsv: all
-			 * we can still do is drop its size, returning what it
-			 * holds above that (btrfs's release).
-			 */
-			ret = srsv_rsv_release(rsv, resv->meta_bytes, NULL);
-		}
+		r = inject(STEP_RELEASE_RSV);
+		if (!r)
+			r = srsv__rsv_take(rsv, resv->meta_bytes);
+		if (!r)
+			r = srsv_space_release(meta_space(ctx),
+					       resv->meta_bytes);
+		else
+			r = rsv_drop_remaining(rsv, resv->meta_bytes);
+		first_error(&ret, r);
 	}
-	if (resv->data_bytes) {
-		int r = srsv_space_release(data_space(ctx), resv->data_bytes);
-
-		ret = ret ? ret : r;
-	}
+	if (resv->data_bytes)
+		first_error(&ret, srsv_space_release(data_space(ctx),
+						     resv->data_bytes));
 	if (resv->quota) {
-		int r1 = srsv_quota_release(resv->quota, SRSV_QUOTA_DATA,
-					    resv->quota_data_bytes);
-		int r2 = srsv_quota_release(resv->quota,
-					    SRSV_QUOTA_META_PREALLOC,
-					    resv->quota_meta_bytes);
-
-		ret = ret ? ret : (r1 ? r1 : r2);
+		/* Lock-free: never sleeps on the quota. */
+		first_error(&ret, srsv_quota_release(resv->quota,
+						     SRSV_QUOTA_DATA,
+						     resv->quota_data_bytes));
+		first_error(&ret, srsv_quota_release(resv->quota,
+						     SRSV_QUOTA_META_PREALLOC,
+						     resv->quota_meta_bytes));
 	}
 	memset(resv, 0, sizeof(*resv));
 	return ret;
@@ -310,37 +358,39 @@ SRSV__EXPORT int srsv_delalloc_finish(struct srsv_delalloc_resv *resv,
 	ctx = resv->ctx;
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
 
-	/*
-	 * The one step that can fail on a healthy ctx goes first, so that
-	 * its failure changes nothing: the rsv may have been drained by
-	 * another user.  The rest cannot fail while the caller holds what
-	 * resv says.
-	 */
-	ret = rsv_take(rsv, meta);
-	if (ret)
-		return ret;
-	ret = alloc_and_use(meta_space(ctx), meta_used);
-	if (!ret && meta > meta_used)
-		ret = srsv_space_release(meta_space(ctx), meta - meta_used);
-	if (!ret)
-		ret = alloc_and_use(data_space(ctx), resv->data_bytes);
-	if (!ret && resv->quota) {
-		/*
-		 * The quota follows the metadata (the reservation charged the
-		 * tenant exactly the metadata bytes): what was used becomes
-		 * the transaction's, the rest is given back.
-		 */
-		uint64_t q_used = meta_used;
-
-		ret = srsv_quota_convert(resv->quota, q_used);
+	/* 1. The metadata out of the shared rsv (see the essay). */
+	if (meta) {
+		ret = inject(STEP_FINISH_RSV);
 		if (!ret)
-			ret = srsv_quota_release(resv->quota,
-						 SRSV_QUOTA_META_PREALLOC,
-						 resv->quota_meta_bytes - q_used);
-		if (!ret)
-			ret = srsv_quota_charge_used(resv->quota,
-						     resv->quota_data_bytes);
+			ret = srsv__rsv_take(rsv, meta);
+		if (ret)
+			return ret;
 	}
+	/*
+	 * 2. The quota follows the metadata (the reservation charged the
+	 * tenant exactly the metadata bytes): what was used becomes the
+	 * transaction's, the rest is given back; the data becomes used.
+	 */
+	if (resv->quota) {
+		ret = inject(STEP_FINISH_QUOTA);
+		if (!ret)
+			ret = srsv__quota_finish(resv->quota,
+						 resv->quota_data_bytes,
+						 resv->quota_meta_bytes,
+						 meta_used);
+		if (ret) {
+			if (meta)
+				srsv__rsv_put_back(rsv, meta);
+			return ret;
+		}
+	}
+
+	/* 3. No return: the pool transitions (cannot fail, see the essay). */
+	ret = alloc_and_use(meta_space(ctx), meta_used);
+	if (meta > meta_used)
+		first_error(&ret, srsv_space_release(meta_space(ctx),
+						     meta - meta_used));
+	first_error(&ret, alloc_and_use(data_space(ctx), resv->data_bytes));
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

@@ -61,7 +61,7 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 	int ret = -EOPNOTSUPP;
 
 	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
-		zoned = srsv__zoned_flush(s, state);
+		zoned = srsv__zoned_flush(s, state, bytes);
 	if (ctx->cfg.flush) {
 		srsv__enter_callback();
 		ret = ctx->cfg.flush(s, (enum srsv_flush_state)state, bytes,
@@ -78,10 +78,12 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		/*
 		 * btrfs_chunk_alloc() marks the space_info full on ENOSPC; an
 		 * engine without chunk allocation, or a forced allocation that
-		 * added nothing, means the same: the pool cannot grow.
+		 * added nothing (whatever it returned: an engine failing with
+		 * -EIO for ever must not keep the data walk forcing growth for
+		 * ever), means the same: the pool cannot grow.
 		 */
 		if (ret == -ENOSPC || ret == -EOPNOTSUPP ||
-		    (state == SRSV_STATE_ALLOC_CHUNK_FORCE && ret == 0 && !grew))
+		    (state == SRSV_STATE_ALLOC_CHUNK_FORCE && !grew))
 			srsv__st(&s->full, 1);
 		/* "ENOSPC from it counts as 0": not an error of the flush. */
 		if (ret == -ENOSPC)

@@ -158,6 +158,7 @@ struct srsv_space {
 	/* Preemptive clamp, 1..8 (under lock; read lock-free). */
 	volatile AO_t clamp;
 	volatile AO_t full;		/* cannot grow */
+	volatile AO_t preempt_floor;	/* srsv__preempt_floor(total) */
 
 	/* Protected by lock. */
 	uint64_t tickets_id;		/* bumped on every grant */
@@ -183,6 +184,34 @@ static inline uint64_t srsv__ld(const volatile AO_t *p)
 static inline void srsv__st(volatile AO_t *p, uint64_t v)
 {
 	AO_store(p, (AO_t)v);
+}
+
+/*
+ * Lock-free decrease of a counter word that refuses underflow: false, and
+ * the word unchanged, when it holds less than @bytes.  Full barrier on
+ * success (the compare-and-swap).
+ */
+static inline bool srsv__ao_sub_checked(volatile AO_t *w, uint64_t bytes)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(w);
+		if ((uint64_t)old < bytes)
+			return false;
+	} while (!AO_compare_and_swap_full(w, old, old - (AO_t)bytes));
+	return true;
+}
+
+/* Take the whole word (leave 0); returns what it held.  Full barrier. */
+static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(w);
+	} while (old && !AO_compare_and_swap_full(w, old, 0));
+	return (uint64_t)old;
 }
 
 static inline uint64_t srsv__space_counter(const struct srsv_space *s,
@@ -275,6 +304,13 @@ void srsv__space_destroy(struct srsv_space *s);
  */
 int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
 		       int64_t diff);
+/*
+ * Move @bytes between two locked counters, adding to @to before
+ * subtracting from @from (a lock-free reader of "claimed" never sees them
+ * as free); -EINVAL and nothing changed if @from holds less.  Pool lock.
+ */
+int srsv__space_move(struct srsv_space *s, enum srsv__counter from,
+		     enum srsv__counter to, uint64_t bytes);
 /* may_use, lock-free: refuse underflow with -EINVAL; trace. */
 int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes);
 void srsv__may_use_add(struct srsv_space *s, uint64_t bytes);
@@ -344,8 +380,30 @@ uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
 /* ---- preempt.c: preemptive flushing ---- */
 /* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
 bool srsv__need_preemptive_reclaim(struct srsv_space *s);
-/* After a successful metadata reservation: queue preempt if needed. */
-void srsv__maybe_queue_preempt(struct srsv_space *s, uint64_t bytes, int mode);
+/* The preemptive floor of a pool of @total bytes. */
+uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total);
+/* Queue the preemptive worker if need_preemptive_reclaim() says so. */
+void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
+				   int mode);
+
+/*
+ * After a successful metadata reservation: queue preemptive flushing if
+ * needed.  Inline so that the reservation fast path of a pool with room
+ * pays five loads here, not a chain of calls: a busy or disabled worker,
+ * or reservations under the floor, answer "no" at once.
+ */
+static inline void srsv__maybe_queue_preempt(struct srsv_space *s,
+					     uint64_t bytes, int mode)
+{
+	struct srsv_ctx *ctx = s->ctx;
+
+	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
+		return;
+	if (srsv__space_counter(s, SRSV__MAY_USE) +
+	    srsv__space_counter(s, SRSV__PINNED) <= srsv__ld(&s->preempt_floor))
+		return;
+	srsv__queue_preempt_if_needed(s, bytes, mode);
+}
 /* maybe_clamp_preempt(); pool lock held. */
 void srsv__maybe_clamp_preempt(struct srsv_space *s);
 /* The preempt worker's body. */
@@ -361,25 +419,47 @@ uint64_t srsv__std_rsv_reserved(struct srsv_ctx *ctx, int type);
 uint64_t srsv__std_rsv_size(struct srsv_ctx *ctx, int type);
 /* The metadata (or mixed) pool the standard rsvs live in. */
 struct srsv_space *srsv__metadata_space(struct srsv_ctx *ctx);
+/*
+ * Take @bytes back out of @rsv as srsv_rsv_add() put them in: reserved and
+ * size both drop by @bytes under one rsv lock, so nothing spills and the
+ * bytes stay in may_use, owned by the caller.  -ENOSPC (reserved < @bytes)
+ * or -EINVAL (size < @bytes) with nothing changed.
+ */
+int srsv__rsv_take(struct srsv_rsv *rsv, uint64_t bytes);
+/* The exact inverse of srsv__rsv_take() (may_use untouched). */
+void srsv__rsv_put_back(struct srsv_rsv *rsv, uint64_t bytes);
 
 /* ---- quota.c ---- */
 /* Reserve several quota kinds in one admission (the delalloc helper). */
 int srsv__quota_reserve_kinds(struct srsv_quota *q,
 			      const uint64_t bytes[SRSV_QUOTA_KIND_COUNT],
 			      unsigned flags);
+/*
+ * A delalloc write reached disk, all or nothing: META_PREALLOC -@meta,
+ * META_PERTRANS +@meta_used (<= @meta), DATA -@data, used +@data.
+ * -EINVAL, nothing changed, when the tenant holds less than that.
+ */
+int srsv__quota_finish(struct srsv_quota *q, uint64_t data, uint64_t meta,
+		       uint64_t meta_used);
 /* White-box tests: the quota's lock, to hold it from another thread. */
 struct srsv__lock *srsv__quota_lock_ptr(struct srsv_quota *q);
 
 /* ---- delalloc.c ---- */
-/* White-box tests: called before each step; non-zero fails that step. */
-extern int (*srsv__delalloc_fault)(int step);
+/*
+ * White-box tests: an int (*)(int step) stored as a word (read with
+ * AO_load()), called before each fallible step of the delalloc helper;
+ * non-zero fails that step.  Set it while no delalloc call runs.
+ */
+typedef int (*srsv__delalloc_fault_fn)(int step);
+extern volatile AO_t srsv__delalloc_fault;
 
 /* ---- quota.c and zoned.c teardown (weak no-ops when absent) ---- */
 void srsv__quota_ctx_destroy(struct srsv_ctx *ctx);
 void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx);
 /* Flush states the zoned code implements inside the library (reset /
- * reclaim of zone groups) before the engine is called; returns bytes
- * returned to the pool. */
-uint64_t srsv__zoned_flush(struct srsv_space *s, int state);
+ * reclaim of zone groups) before the engine is called, bounded and
+ * stopping once @bytes are back (0: no target); returns bytes returned to
+ * the pool. */
+uint64_t srsv__zoned_flush(struct srsv_space *s, int state, uint64_t bytes);
 
 #endif /* SRSV_INTERNAL_H */

@@ -69,13 +69,20 @@
  * 1/32 of the pool (exactly 128 MiB at 4 GiB, where upstream's global
  * reserve typically reaches its cap), at least one item's worth (below that
  * there is nothing to flush), at most 128 MiB (upstream's value).
+ * Recomputed whenever the pool's total changes (srsv__space_update()), and
+ * read by the inline test on the reservation fast path.
  */
-static uint64_t preempt_floor(const struct srsv_space *s)
+uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total)
 {
-	uint64_t floor = srsv__space_counter(s, SRSV__TOTAL) >> 5;
+	uint64_t floor = total >> 5;
 
 	floor = srsv__max(floor, s->ctx->cfg.item_bytes);
 	return srsv__min(floor, SZ_128M);
+}
+
+static uint64_t preempt_floor(const struct srsv_space *s)
+{
+	return srsv__ld(&s->preempt_floor);
 }
 
 /* The standard rsvs live in one pool; elsewhere they count as 0. */
@@ -155,15 +162,12 @@ bool srsv__need_preemptive_reclaim(struct srsv_space *s)
 	return reclaimable(s, global) >= thresh && !srsv__ld(&ctx->closing);
 }
 
-void srsv__maybe_queue_preempt(struct srsv_space *s, uint64_t bytes, int mode)
+void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
+				   int mode)
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t until;
 
-	/* Busy first: the cheap test, and what keeps a busy worker from
-	 * being re-evaluated on every reservation. */
-	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
-		return;
 	if (!srsv__need_preemptive_reclaim(s))
 		return;
 	until = srsv__ld(&ctx->preempt_backoff_until);

@@ -20,18 +20,43 @@
  *   admission check can only see charged too high for an instant (and
  *   refuse), never too low (and overshoot the limit).
  * - Transfers between kinds (convert: META_PREALLOC -> META_PERTRANS,
- *   charge_used: DATA -> used) leave charged unchanged; they run under the
- *   lock so that snapshots see them whole.
+ *   charge_used: DATA -> used, and the delalloc helper's finish) leave
+ *   charged unchanged or lower it; they run under the lock so that
+ *   snapshots see them whole.
+ * - So charged >= used + every reserved kind at every instant a reader can
+ *   see, with equality when no lock-free decrease is half done.  A
+ *   snapshot reads charged first (acquire) and the other words after it:
+ *   any decrease whose charged part it saw had lowered its own word
+ *   before, so the relation holds in every snapshot.
  *
  * PAST THE LIMIT
  *
  * btrfs's qgroup_reserve_meta() calls try_flush_qgroup(): commit the
  * transaction (META_PERTRANS becomes free), flush delalloc, and retry once;
  * a root already being flushed makes the others wait for that flush rather
- * than start their own.  Here the engine's srsv_config::quota_flush does
- * the committing and flushing; the library serialises it: one quota flush
- * at a time per ctx (quota_table.flushing), others wait on flush_cond until
- * the flush generation changes, and everyone retries exactly once.
+ * than start their own (per root).  Here the engine's
+ * srsv_config::quota_flush does the committing and flushing, and the
+ * library runs one quota flush at a time per ctx (quota_table.flushing
+ * names the tenant being flushed; a commit is ctx-wide, so two at once
+ * would only queue behind each other in the engine).  A tenant over its
+ * limit:
+ *
+ * 1. runs the flush if none is running, or waits for the running one;
+ * 2. retries once;
+ * 3. if it is still over and the flush it waited for was another
+ *    tenant's (which may have freed nothing of its own: btrfs would have
+ *    flushed its root), gets a flush of its own: it waits until no flush
+ *    runs and runs one (or waits for one of its own tenant that another
+ *    thread started), and retries once more.
+ *
+ * So a reservation runs the callback at most once and retries at most
+ * twice.  Each wait lasts as long as one running callback; in step 3 a
+ * thread may wait for several, as other tenants take the free slot first
+ * (it is not handed out in order: tenants flushing back to back is the
+ * case where the engine is committing anyway).  Every wait ends early,
+ * with -ESHUTDOWN or the ctx's error, when the ctx is shut down or put in
+ * an error state: waiters sleep in slices of WAIT_SLICE_NS and look again
+ * (the ctx has no hook into the quota table on shutdown).
  *
  * - NOFLUSH (seed 000's noflush): -EDQUOT at once, no callback, no wait.
  * - NOWAIT: the quota lock is only try-locked; over the limit, or lock
@@ -52,6 +77,15 @@
 #include "trace.h"
 
 #define QUOTA_MAGIC 0x71756f74u		/* "quot" */
+
+/*
+ * How long a thread waiting for another's quota flush sleeps before it
+ * looks at the ctx's shutdown and error flags again.  10 ms: shutdown
+ * itself polls every millisecond for threads still inside, a quota flush
+ * (a commit) takes tens of milliseconds or more, so a waiter wakes a few
+ * times per flush and a shutdown is not held up noticeably.
+ */
+#define WAIT_SLICE_NS (UINT64_C(10) * 1000 * 1000)
 
 /* The kind field of the trace event for "used bytes" (free_used). */
 #define TRACE_KIND_USED (-1)
@@ -83,7 +117,10 @@ struct srsv__quota_table {
 	struct srsv__list quotas;
 	/* Broadcast when a quota flush ends. */
 	pthread_cond_t flush_cond;
-	bool flushing;			/* a quota flush callback is running */
+	/* The tenant whose flush callback is running, NULL: none.  Only
+	 * compared: the flushing thread is inside a call on it, so it cannot
+	 * be destroyed meanwhile. */
+	struct srsv_quota *flushing;
 	uint64_t flush_gen;		/* bumped when a quota flush ends */
 };
 
@@ -110,28 +147,13 @@ static bool limit_ok(uint64_t limit)
 
 /* ---- counters ---- */
 
-/* Lock-free decrease that refuses underflow: -EINVAL and no change. */
+/*
+ * Decreases use the shared srsv__ao_sub_checked() (refuses underflow) and
+ * srsv__ao_take_all(); this wrapper gives the quota's errno.
+ */
 static int ctr_sub(volatile AO_t *w, uint64_t bytes)
 {
-	AO_t old;
-
-	do {
-		old = AO_load(w);
-		if ((uint64_t)old < bytes)
-			return -EINVAL;
-	} while (!AO_compare_and_swap_full(w, old, old - (AO_t)bytes));
-	return 0;
-}
-
-/* Take the whole word: returns what it held. */
-static uint64_t ctr_take_all(volatile AO_t *w)
-{
-	AO_t old;
-
-	do {
-		old = AO_load(w);
-	} while (old && !AO_compare_and_swap_full(w, old, 0));
-	return (uint64_t)old;
+	return srsv__ao_sub_checked(w, bytes) ? 0 : -EINVAL;
 }
 
 static void ctr_add(volatile AO_t *w, uint64_t bytes)
@@ -270,32 +292,76 @@ void srsv__quota_ctx_destroy(struct srsv_ctx *ctx)
 
 /* ---- flushing ---- */
 
+/* Why a reservation that would flush or wait must stop now, or 0. */
+static int ctx_stop_error(const struct srsv_ctx *ctx)
+{
+	if (srsv__ld(&ctx->closing))
+		return -ESHUTDOWN;
+	return (int)(int64_t)srsv__ld(&ctx->error);
+}
+
 /*
- * Run the engine's quota flush for @q, or wait for the one already running
- * in this ctx.  Returns the callback's result (0 for a waiter), or
- * -ESHUTDOWN.
+ * Wait until the running quota flush ends; table lock held.  0, or why the
+ * wait was cut short (shutdown, the ctx's error).
  */
-static int quota_flush(struct srsv_quota *q)
+static int wait_flush_end(struct srsv_ctx *ctx, struct srsv__quota_table *t)
+{
+	uint64_t gen = t->flush_gen;
+	struct timespec slice;
+	int ret;
+
+	srsv__assert_held(&t->lock);
+	while (t->flush_gen == gen) {
+		ret = ctx_stop_error(ctx);
+		if (ret)
+			return ret;
+		srsv__deadline(&slice, WAIT_SLICE_NS);
+		srsv__cond_wait(&t->lock, &t->flush_cond, &slice);
+	}
+	return 0;
+}
+
+/*
+ * Get a quota flush for @q: run the engine's callback if no flush runs,
+ * else wait for the running one.  With @want_own, a flush of another
+ * tenant does not count: wait for it to end and look again, until this
+ * thread runs one or waits for one of @q's.  *@own tells whether the flush
+ * run or waited for was @q's.
+ *
+ * Returns 0 (flushed, or waited), -EDQUOT (this thread's callback failed:
+ * types.h, the reservation fails without a retry), -ESHUTDOWN or the
+ * ctx's error (the ctx stopped before or during the wait).
+ */
+static int quota_flush(struct srsv_quota *q, bool want_own, bool *own)
 {
 	struct srsv_ctx *ctx = q->ctx;
 	struct srsv__quota_table *t = table_get(ctx, false);
-	uint64_t gen;
+	struct srsv_quota *whose;
 	int ret;
 
+	*own = false;
 	if (!srsv__ctx_enter(ctx))
 		return -ESHUTDOWN;
 	srsv__lock(&t->lock);
-	if (t->flushing) {
-		/* Someone is already flushing: its flush is ours too. */
+	for (;;) {
+		ret = ctx_stop_error(ctx);
+		if (ret)
+			goto unlock;
+		if (!t->flushing)
+			break;
+		/* Someone is already flushing: wait for it to end. */
+		whose = t->flushing;
 		AO_fetch_and_add1(&q->stat_flush_waits);
-		gen = t->flush_gen;
-		while (t->flush_gen == gen)
-			srsv__cond_wait(&t->lock, &t->flush_cond, NULL);
-		srsv__unlock(&t->lock);
-		srsv__ctx_leave(ctx);
-		return 0;
+		ret = wait_flush_end(ctx, t);
+		if (ret)
+			goto unlock;
+		if (whose == q || !want_own) {
+			/* Our tenant's flush is ours too (btrfs: per root). */
+			*own = whose == q;
+			goto unlock;
+		}
 	}
-	t->flushing = true;
+	t->flushing = q;
 	srsv__unlock(&t->lock);
 
 	AO_fetch_and_add1(&q->stat_flushes);
@@ -308,11 +374,15 @@ static int quota_flush(struct srsv_quota *q)
 	ret = ctx->cfg.quota_flush(q, ctx->cfg.user);
 	srsv__leave_callback();
 	srsv__trace_quota(q->id, SRSV__QUOTA_FLUSH, TRACE_KIND_NONE, 0, ret);
+	if (ret)
+		ret = -EDQUOT;
+	*own = true;
 
 	srsv__lock(&t->lock);
-	t->flushing = false;
+	t->flushing = NULL;
 	t->flush_gen++;
 	pthread_cond_broadcast(&t->flush_cond);
+unlock:
 	srsv__unlock(&t->lock);
 	srsv__ctx_leave(ctx);
 	return ret;
@@ -332,6 +402,7 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 	const unsigned known = SRSV_RESERVE_NOWAIT | SRSV_QUOTA_NOFLUSH;
 	bool nowait = flags & SRSV_RESERVE_NOWAIT;
 	uint64_t total = 0;
+	bool own;
 	int k, ret;
 
 	if (!quota_ok(q) || !bytes || (flags & ~known))
@@ -358,15 +429,17 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 		ret = -EDEADLK;
 		goto out;
 	}
-	ret = quota_flush(q);
-	if (ret == -ESHUTDOWN)
-		goto out;
-	if (ret) {
-		/* types.h: a failed flush fails the reservation, no retry. */
-		ret = -EDQUOT;
-		goto refused;
+	/* Steps 1 and 2 of the essay: a flush (ours or the running one),
+	 * one retry. */
+	ret = quota_flush(q, false, &own);
+	if (!ret)
+		ret = try_admit(q, bytes, total, false);
+	if (ret == -EDQUOT && !own) {
+		/* Step 3: that was another tenant's flush; get our own. */
+		ret = quota_flush(q, true, &own);
+		if (!ret)
+			ret = try_admit(q, bytes, total, false);
 	}
-	ret = try_admit(q, bytes, total, false);
 	if (ret != -EDQUOT)
 		goto out;
 refused:
@@ -376,6 +449,44 @@ out:
 		if (bytes[k])
 			srsv__trace_quota(q->id, SRSV__QUOTA_RESERVE, k,
 					  bytes[k], ret);
+	return ret;
+}
+
+/*
+ * The delalloc helper's finish, all or nothing under the lock.  The two
+ * decreases are compare-and-swaps because lock-free releases may run; if
+ * the second is refused the first is put back before anyone can see it
+ * (admission and snapshots take the lock; a concurrent release only ever
+ * gives back bytes its caller holds, which ours are not).
+ */
+int srsv__quota_finish(struct srsv_quota *q, uint64_t data, uint64_t meta,
+		       uint64_t meta_used)
+{
+	int ret;
+
+	if (!quota_ok(q) || meta_used > meta)
+		return -EINVAL;
+	srsv__lock(&q->lock);
+	ret = ctr_sub(&q->reserved[SRSV_QUOTA_META_PREALLOC], meta);
+	if (!ret) {
+		ret = ctr_sub(&q->reserved[SRSV_QUOTA_DATA], data);
+		if (ret)
+			ctr_add(&q->reserved[SRSV_QUOTA_META_PREALLOC], meta);
+	}
+	if (!ret) {
+		ctr_add(&q->reserved[SRSV_QUOTA_META_PERTRANS], meta_used);
+		ctr_add(&q->used, data);
+		/* Kinds first, charged second: see the essay.  Cannot
+		 * underflow: charged covers the META_PREALLOC taken. */
+		if (meta > meta_used)
+			ctr_sub(&q->charged, meta - meta_used);
+	}
+	srsv__unlock(&q->lock);
+	srsv__trace_quota(q->id, SRSV__QUOTA_CONVERT, SRSV_QUOTA_META_PREALLOC,
+			  meta_used, ret);
+	srsv__trace_quota(q->id, SRSV__QUOTA_RELEASE, SRSV_QUOTA_META_PREALLOC,
+			  meta - meta_used, ret);
+	srsv__trace_quota(q->id, SRSV__QUOTA_USED, SRSV_QUOTA_DATA, data, ret);
 	return ret;
 }
 
@@ -523,7 +634,7 @@ SRSV__EXPORT int srsv_quota_commit_one(struct srsv_quota *q, uint64_t *freed)
 
 	if (!quota_ok(q))
 		return -EINVAL;
-	bytes = ctr_take_all(&q->reserved[SRSV_QUOTA_META_PERTRANS]);
+	bytes = srsv__ao_take_all(&q->reserved[SRSV_QUOTA_META_PERTRANS]);
 	if (bytes)
 		ctr_sub(&q->charged, bytes);	/* cannot underflow */
 	srsv__trace_quota(q->id, SRSV__QUOTA_COMMIT, SRSV_QUOTA_META_PERTRANS,
@@ -602,10 +713,16 @@ SRSV__EXPORT int srsv_quota_snapshot(struct srsv_quota *q,
 	srsv__lock(&q->lock);
 	info->id = q->id;
 	info->limit = q->limit;
+	/*
+	 * charged first, with acquire, the rest after it: the lock keeps out
+	 * increases and transfers, and a lock-free decrease lowers its own
+	 * word before charged, so any decrease this load sees is seen by the
+	 * loads below too (charged >= used + reserved, quota.h).
+	 */
+	info->charged = (uint64_t)AO_load_acquire(&q->charged);
 	for (k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
 		info->reserved[k] = srsv__ld(&q->reserved[k]);
 	info->used = srsv__ld(&q->used);
-	info->charged = srsv__ld(&q->charged);
 	srsv__unlock(&q->lock);
 	info->flushes = srsv__ld(&q->stat_flushes);
 	info->flush_waits = srsv__ld(&q->stat_flush_waits);

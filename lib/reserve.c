@@ -223,25 +223,17 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	return -EINPROGRESS;
 }
 
-static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
-			 uint64_t bytes, int mode, unsigned flags)
+/*
+ * Everything after a failed fast path.  Kept out of line so that the fast
+ * path (reserve_fast()) sets up no stack frame for it.
+ */
+static __attribute__((noinline)) int
+reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
+	     int mode, unsigned flags)
 {
-	struct srsv_ctx *ctx;
+	struct srsv_ctx *ctx = s->ctx;
 	int ret;
 
-	ret = check_args(s, bytes, mode, flags);
-	if (ret)
-		return ret;
-
-	/* Fast path: lock-free. */
-	if (try_reserve(s, bytes, mode)) {
-		srsv__trace_reserve(s, bytes, mode, flags, 0);
-		if (s->is_metadata)
-			srsv__maybe_queue_preempt(s, bytes, mode);
-		return 0;
-	}
-
-	ctx = s->ctx;
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		/* Only a try-lock: any contention is an answer of -EAGAIN. */
 		ret = -EAGAIN;
@@ -290,6 +282,31 @@ static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
 	srsv__ctx_leave(ctx);
 	srsv__trace_reserve(s, bytes, mode, flags, ret);
 	return ret;
+}
+
+/* Validate, then the lock-free fast path; true when reserved. */
+static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
+				unsigned flags, int *ret)
+{
+	*ret = check_args(s, bytes, mode, flags);
+	if (*ret)
+		return true;
+	if (!try_reserve(s, bytes, mode))
+		return false;
+	srsv__trace_reserve(s, bytes, mode, flags, 0);
+	if (s->is_metadata)
+		srsv__maybe_queue_preempt(s, bytes, mode);
+	return true;
+}
+
+static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
+			 uint64_t bytes, int mode, unsigned flags)
+{
+	int ret;
+
+	if (reserve_fast(s, bytes, mode, flags, &ret))
+		return ret;
+	return reserve_slow(s, t, bytes, mode, flags);
 }
 
 static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
@@ -400,13 +417,14 @@ SRSV__EXPORT int srsv_ticket_cancel(struct srsv_ticket *ticket)
 	return ret;
 }
 
-static int reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
-			    unsigned flags, uint64_t timeout_ns)
+static __attribute__((noinline)) int
+reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
+		 unsigned flags, uint64_t timeout_ns)
 {
 	struct srsv__ticket t;
 	int ret;
 
-	ret = reserve_start(s, &t, bytes, mode, flags);
+	ret = reserve_slow(s, &t, bytes, mode, flags);
 	if (ret != -EINPROGRESS)
 		return ret;
 	if (timeout_ns == 0) {
@@ -425,6 +443,10 @@ static int reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 SRSV__EXPORT int srsv_space_reserve(struct srsv_space *s, uint64_t bytes,
 				    enum srsv_flush mode, unsigned flags)
 {
+	int ret;
+
+	if (reserve_fast(s, bytes, (int)mode, flags, &ret))
+		return ret;
 	return reserve_blocking(s, bytes, (int)mode, flags, UINT64_MAX);
 }
 
@@ -433,5 +455,9 @@ SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
 					    enum srsv_flush mode,
 					    unsigned flags, uint64_t timeout_ns)
 {
+	int ret;
+
+	if (reserve_fast(s, bytes, (int)mode, flags, &ret))
+		return ret;
 	return reserve_blocking(s, bytes, (int)mode, flags, timeout_ns);
 }

@@ -179,6 +179,39 @@ static int use_bytes(struct srsv_rsv *rsv, uint64_t bytes)
 	return ret;
 }
 
+/*
+ * Used by the delalloc helper to end a reservation: a use and a release
+ * done as two locked calls could fail half-way (another user of a shared
+ * rsv shrinks its size in between) and strand the bytes.  Reserved and
+ * size drop together, so whatever the rsv held above its size before, it
+ * holds after: nothing spills.
+ */
+int srsv__rsv_take(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	int ret = 0;
+
+	rsv_lock(rsv);
+	if (rsv->size < bytes) {
+		ret = -EINVAL;
+	} else if (rsv->reserved < bytes) {
+		ret = -ENOSPC;
+	} else {
+		rsv->reserved -= bytes;
+		rsv->size -= bytes;
+		rsv->full = rsv->reserved >= rsv->size;
+		sync_mirror(rsv);
+	}
+	rsv_unlock(rsv);
+	srsv__trace_rsv(rsv, SRSV__RSV_USE, bytes, ret);
+	return ret;
+}
+
+void srsv__rsv_put_back(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	add_bytes(rsv, bytes, true);
+	srsv__trace_rsv(rsv, SRSV__RSV_ADD, bytes, 0);
+}
+
 SRSV__EXPORT int srsv_rsv_init(struct srsv_rsv *rsv, struct srsv_space *space,
 			       enum srsv_rsv_type type)
 {

@@ -74,6 +74,7 @@ int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
 	s->is_data = kind == SRSV_POOL_DATA || kind == SRSV_POOL_MIXED;
 	s->is_metadata = kind == SRSV_POOL_METADATA || kind == SRSV_POOL_MIXED;
 	srsv__st(&s->counters[SRSV__TOTAL], total);
+	srsv__st(&s->preempt_floor, srsv__preempt_floor(s, total));
 	srsv__st(&s->clamp, 1);
 	srsv__list_init(&s->tickets);
 	srsv__list_init(&s->priority_tickets);
@@ -123,6 +124,9 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
 				 diff > 0 ? claimed + mag : claimed - mag);
 	}
 	AO_store_release(&s->counters[c], diff > 0 ? old + mag : old - mag);
+	if (c == SRSV__TOTAL)
+		srsv__st(&s->preempt_floor,
+			 srsv__preempt_floor(s, srsv__space_counter(s, c)));
 	srsv__trace_counter(s, c, old, diff);
 	return 0;
 }
@@ -317,10 +321,10 @@ int srsv__space_release_nowait(struct srsv_space *s, uint64_t bytes)
 /*
  * Move @bytes from counter @from to counter @to under the lock, adding
  * before subtracting (see the essay above).  -EINVAL, and nothing changed,
- * if @from holds less.
+ * if @from holds less; a refused subtraction undoes the addition.
  */
-static int move_locked(struct srsv_space *s, enum srsv__counter from,
-		       enum srsv__counter to, uint64_t bytes)
+int srsv__space_move(struct srsv_space *s, enum srsv__counter from,
+		     enum srsv__counter to, uint64_t bytes)
 {
 	int ret;
 
@@ -330,7 +334,10 @@ static int move_locked(struct srsv_space *s, enum srsv__counter from,
 	ret = srsv__space_update(s, to, (int64_t)bytes);
 	if (ret)
 		return ret;
-	return srsv__space_update(s, from, -(int64_t)bytes);
+	ret = srsv__space_update(s, from, -(int64_t)bytes);
+	if (ret)
+		srsv__space_update(s, to, -(int64_t)bytes);
+	return ret;
 }
 
 /* Transition helper for the public functions: validate, lock, move, grant. */
@@ -350,7 +357,7 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 		if (!ret && from == SRSV__PINNED)
 			s->stat_unpinned += bytes;
 	} else
-		ret = move_locked(s, from, to, bytes);
+		ret = srsv__space_move(s, from, to, bytes);
 	if (!ret && grant)
 		srsv__try_grant_tickets(s);
 	srsv__unlock(&s->lock);

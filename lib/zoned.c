@@ -31,31 +31,75 @@
  * of thousands of groups, nearly all full, for every extent: a sequential
  * writer fell from 220 MiB/s to 30 MiB/s after 500 minutes.  The fix walks
  * the active list instead, which never holds a full group, and takes the
- * first group of the right kind with room.  The walk holds only the
- * active-list lock and reads each write pointer without the group lock:
- * while a group is on the list its room only shrinks, so a stale read can
- * only make the hint too optimistic, and the allocation itself checks again
- * under the group lock.  The data-relocation and tree-log kinds have a
- * dedicated group each (btrfs's data_reloc_bg and treelog_bg): relocated
- * extents and log writes stay sequential in their own zone.
+ * first group of the right kind with room.  The walk holds only the list
+ * lock and reads each write pointer without the group lock: while a group
+ * is on the list its room only shrinks, so a stale read can only make the
+ * hint too optimistic, and the allocation itself checks again under the
+ * group lock.  The data-relocation and tree-log kinds have a dedicated
+ * group each (btrfs's data_reloc_bg and treelog_bg): relocated extents and
+ * log writes stay sequential in their own zone.
+ *
+ * RESET AND RECLAIM CANDIDATES
+ *
+ * The same lesson applies to the flush states: nothing may walk every
+ * group of the device while the allocator waits.  Like btrfs's unused_bgs
+ * and reclaim_bgs, a group is put on a per-pool candidate list at the
+ * moment it becomes one: on the "unused" list when its last live byte is
+ * freed (fully zone_unusable, inactive: RESET_ZONES resets it), on the
+ * "reclaim" list when its freed bytes reach the reclaim threshold
+ * (RECLAIM_ZONES relocates its live rest).  The transitions that can make
+ * a group a candidate are free, abandon, finish and the return of its
+ * token, all under the group lock.  A pass takes candidates off a list and
+ * re-checks each under its group lock, so a stale entry (a group reset or
+ * reused since it was queued) costs one look and is dropped.  A candidate
+ * a pass takes but does not finish with is queued again at the end.
+ *
+ * Each pass is bounded (DESIGN: every flush pass is bounded): RESET_ZONES
+ * resets at most SRSV_ZONED_RESET_BATCH groups and RECLAIM_ZONES relocates
+ * at most SRSV_ZONED_RECLAIM_BATCH, and both stop as soon as the bytes
+ * given back reach what the flush asked for.  RESET_ZONES runs in the
+ * priority (FLUSH_LIMIT) walk, i.e. in a caller that may hold a
+ * transaction: one device command per reset, and no more than the waiters
+ * need.
  *
  * LOCKING
  *
- * Three levels, always taken in this order: the ctx's zoned lock (the
- * active list, the group table, token counts, dedicated groups), then one
- * group's lock (its counters and flags), then the pool lock (through the
- * core's srsv__space_update()).  The core never takes the first two.  The
- * flags "active" and "open" (on the active list) are written with both the
- * zoned and the group lock held, so either lock is enough to read them.
- * alloc_offset and the group counters are AO_t words written under the
- * group lock, so the hint and the flushers' pre-checks may read them
- * without it.  Engine callbacks (zone_reset, zone_relocate) run with no
- * lock held; the group is marked busy meanwhile so that no one activates
- * it and no other flusher picks it.
+ * Five locks, in this order where they nest:
+ *
+ *   table lock  ->  pool lock          (srsv_zone_group_add only)
+ *   group lock  ->  pool lock
+ *   group lock  ->  list lock          (leaf)
+ *   group lock  ->  reclaim lock       (leaf)
+ *
+ * - The table lock (z->table_lock) protects the sorted group table that
+ *   srsv_zone_group_add() checks for overlaps.  Only group_add and the
+ *   teardown take it; nr_groups is mirrored in an AO_t for readers.
+ * - The list lock (z->list_lock) protects the active list, the token
+ *   counts, the dedicated groups and the hint statistics.  It is a leaf:
+ *   no thread holding it ever waits for another lock, so the hint, which
+ *   takes nothing else, never waits behind a group lock, a pool lock or an
+ *   engine callback (btrfs's zone_active_bgs_lock is a spinlock for the
+ *   same reason).  srsv_zoned_finish_one() chooses under it and finishes
+ *   under the group lock, re-checking the choice.
+ * - The reclaim lock (z->reclaim_lock) protects the candidate lists; a
+ *   leaf too, held for O(1) work (RECLAIM_ZONES takes its list private to
+ *   walk it, see reclaim_zones()).
+ * - A group's lock protects its counters and flags.  The flags "active"
+ *   and "open" (on the active list) are written with both the group and
+ *   the list lock held, so either lock is enough to read them.
+ *   alloc_offset and the group counters are AO_t words written under the
+ *   group lock, so the hint and finish-one's choice may read them without.
+ * - The pool lock is the core's srsv_space::lock, taken through
+ *   srsv__space_update(); the core never calls into this file with it held.
+ *
+ * Engine callbacks (zone_reset, zone_relocate) run with no lock held; the
+ * group is marked busy meanwhile so that no one activates it and no other
+ * flusher picks it.
  *
  * Groups are never removed before the ctx is destroyed, so a pointer to a
- * group stays valid, and the per-pool group lists are append-only.
+ * group stays valid.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +138,21 @@ static const char *const kind_names[SRSV_ZONE_KIND_COUNT] = {
 	[SRSV_ZONE_TREELOG] = "treelog",
 };
 
+/*
+ * First size of the group table.  A small device has a few dozen groups:
+ * 64 pointers (512 bytes) register those without a reallocation, and
+ * doubling from there keeps registering a whole device O(n).
+ */
+#define GROUP_TABLE_FIRST 64
+
+/*
+ * srsv_zoned_finish_one() chooses under the list lock and finishes under
+ * the group lock; a writer can allocate in the chosen group (or another
+ * thread finish it) in between, and each retry means that just happened.
+ * After this many the caller is better told -EBUSY than kept spinning.
+ */
+#define FINISH_ONE_TRIES 4
+
 /* Kinds with a dedicated group (btrfs's data_reloc_bg, treelog_bg). */
 static bool kind_dedicated(int kind)
 {
@@ -107,11 +166,16 @@ struct srsv_zone_group {
 	uint64_t start, length, capacity;
 	int kind;
 
-	/* Protected by z->lock. */
+	/* Protected by z->list_lock. */
 	struct srsv__list active_node;		/* on z->active while open */
-	struct srsv_zone_group *pool_next;	/* z->pool_head list */
 
-	/* Written with z->lock and lock held; read under either. */
+	/* Protected by z->reclaim_lock. */
+	struct srsv__list unused_node;		/* on z->unused[pool] */
+	struct srsv__list reclaim_node;		/* on z->reclaim[pool], or
+						   on a pass's private list */
+	bool on_unused, on_reclaim;
+
+	/* Written with lock and z->list_lock held; read under either. */
 	bool active;		/* holds a token */
 	bool open;		/* on the active list: active, not full */
 
@@ -127,16 +191,17 @@ struct srsv_zone_group {
 
 struct srsv__zoned {
 	struct srsv_ctx *ctx;
-	struct srsv_zoned_config cfg;
+	struct srsv_zoned_config cfg;		/* immutable */
 
-	struct srsv__lock lock;
-	/* Everything below is protected by lock. */
+	struct srsv__lock table_lock;
+	/* Protected by table_lock. */
+	struct srsv_zone_group **groups;	/* every group, sorted by start */
+	size_t groups_alloc;
+	volatile AO_t nr_groups;		/* written under table_lock */
+
+	struct srsv__lock list_lock;		/* leaf */
+	/* Protected by list_lock. */
 	struct srsv__list active;	/* open groups, activation order */
-	struct srsv_zone_group **groups; /* every group, sorted by start */
-	size_t nr_groups, groups_alloc;
-	/* Per pool, every group in registration order (append-only). */
-	struct srsv_zone_group *pool_head[SRSV_POOL_COUNT];
-	struct srsv_zone_group *pool_tail[SRSV_POOL_COUNT];
 	unsigned active_count;
 	unsigned active_by_class[CLASS_COUNT];
 	unsigned active_by_kind[SRSV_ZONE_KIND_COUNT];
@@ -144,16 +209,33 @@ struct srsv__zoned {
 	struct srsv_zone_group *dedicated[SRSV_ZONE_KIND_COUNT];
 	uint64_t hints, hint_looked;
 
+	struct srsv__lock reclaim_lock;		/* leaf */
+	/* Protected by reclaim_lock: candidates per pool, queue order. */
+	struct srsv__list unused[SRSV_POOL_COUNT];
+	struct srsv__list reclaim[SRSV_POOL_COUNT];
+	uint64_t flush_looked;
+
 	/* Statistics, lock-free. */
 	volatile AO_t resets, relocations;
 };
 
+/* ctx->zoned is published once by a compare-and-swap (AO_t, as quota.c's
+ * ctx->quotas) and read lock-free by the flushers. */
+_Static_assert(sizeof(struct srsv__zoned *) == sizeof(AO_t),
+	       "ctx->zoned is accessed as an AO_t");
+
 /* ---- helpers ---- */
+
+static volatile AO_t *zoned_slot(struct srsv_ctx *ctx)
+{
+	return (volatile AO_t *)(void *)&ctx->zoned;
+}
 
 static struct srsv__zoned *zoned_of(struct srsv_ctx *ctx)
 {
-	/* Pairs with the release CAS in srsv_zoned_init(). */
-	return ctx ? __atomic_load_n(&ctx->zoned, __ATOMIC_ACQUIRE) : NULL;
+	/* Acquire: pairs with the CAS in srsv_zoned_init(). */
+	return ctx ? (struct srsv__zoned *)(uintptr_t)
+		     AO_load_acquire(zoned_slot(ctx)) : NULL;
 }
 
 static bool bad_bytes(uint64_t bytes)
@@ -172,11 +254,18 @@ static uint64_t group_tail(const struct srsv_zone_group *g)
 	return g->length - g->capacity;
 }
 
-/* Tokens of @class still held back for it: reserved minus its active. */
-static unsigned reserved_left(const struct srsv__zoned *z, int class)
+static bool group_full(const struct srsv_zone_group *g)
+{
+	return srsv__ld(&g->alloc_offset) == g->capacity;
+}
+
+/* Tokens of @class still held back for it: reserved minus its active.
+ * List lock held. */
+static unsigned reserved_left(struct srsv__zoned *z, int class)
 {
 	unsigned reserved = 0;
 
+	srsv__assert_held(&z->list_lock);
 	if (class == CLASS_METADATA)
 		reserved = z->cfg.reserved_metadata;
 	else if (class == CLASS_SYSTEM)
@@ -185,20 +274,22 @@ static unsigned reserved_left(const struct srsv__zoned *z, int class)
 	       reserved - z->active_by_class[class] : 0;
 }
 
-/* Tokens not in use, UINT_MAX without a device limit (for the trace). */
-static unsigned tokens_left(const struct srsv__zoned *z)
+/* Tokens not in use; UINT_MAX ("no limit", the trace's view) without a
+ * device limit.  List lock held. */
+static unsigned tokens_left(struct srsv__zoned *z)
 {
+	srsv__assert_held(&z->list_lock);
 	if (!z->cfg.max_active_zones)
-		return UINT32_MAX;
+		return UINT_MAX;
 	return z->cfg.max_active_zones - z->active_count;
 }
 
-/* May a group of @class take a token?  Zoned lock held. */
-static bool may_take_token(const struct srsv__zoned *z, int class)
+/* May a group of @class take a token?  List lock held. */
+static bool may_take_token(struct srsv__zoned *z, int class)
 {
 	unsigned held_back = 0;
 
-	srsv__assert_held(&((struct srsv__zoned *)z)->lock);
+	srsv__assert_held(&z->list_lock);
 	if (!z->cfg.max_active_zones)
 		return true;
 	/* Every class may use the free tokens and its own reserved ones,
@@ -209,11 +300,11 @@ static bool may_take_token(const struct srsv__zoned *z, int class)
 	return tokens_left(z) > held_back;
 }
 
-/* Take @g off the active list.  Zoned and group locks held. */
+/* Take @g off the active list.  Group and list locks held. */
 static void close_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
-	srsv__assert_held(&z->lock);
 	srsv__assert_held(&g->lock);
+	srsv__assert_held(&z->list_lock);
 	if (!g->open)
 		return;
 	srsv__list_del_init(&g->active_node);
@@ -223,66 +314,98 @@ static void close_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
 		z->dedicated[g->kind] = NULL;
 }
 
-/* Give back @g's token.  Zoned and group locks held; @g is closed. */
-static void release_token_locked(struct srsv__zoned *z,
-				 struct srsv_zone_group *g, uint64_t wasted)
+/* Close @g (if it is not yet) and give back its token.  Group lock held,
+ * not the list lock. */
+static void give_back_token(struct srsv__zoned *z, struct srsv_zone_group *g,
+			    uint64_t wasted)
 {
-	srsv__assert_held(&z->lock);
 	srsv__assert_held(&g->lock);
+	srsv__lock(&z->list_lock);
+	close_locked(z, g);
 	g->active = false;
 	z->active_count--;
 	z->active_by_class[kind_class[g->kind]]--;
 	z->active_by_kind[g->kind]--;
+	srsv__unlock(&z->list_lock);
 	srsv__trace_zone_finish(g->start, g->kind, wasted);
 }
 
-/*
- * Bring the list and the token in line with the write pointer: a full
- * group leaves the list at once (the hint must never see it) and gives
- * its token back when its last allocation is written (the zone is then
- * full on the device, no longer active).  Zoned and group locks held.
- */
-static void settle_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
+/* Every byte freed, nothing outstanding: the zone can be reset.  Group
+ * lock held. */
+static bool resettable(const struct srsv__zoned *z, struct srsv_zone_group *g)
 {
-	bool full = srsv__ld(&g->alloc_offset) == g->capacity;
+	(void)z;
+	srsv__assert_held(&g->lock);
+	return !g->active && !srsv__ld(&g->used) && !srsv__ld(&g->reserved) &&
+	       srsv__ld(&g->zone_unusable) == g->length;
+}
 
-	if (!full)
+/* Relocating the live rest pays off: a finished group whose freed bytes
+ * reach the threshold share of its capacity.  Group lock held. */
+static bool sparse(const struct srsv__zoned *z, struct srsv_zone_group *g)
+{
+	uint64_t freed = srsv__ld(&g->zone_unusable) - group_tail(g);
+
+	srsv__assert_held(&g->lock);
+	return !g->active && group_full(g) && !srsv__ld(&g->reserved) &&
+	       srsv__ld(&g->used) &&
+	       freed >= srsv__mult_perc(g->capacity,
+					z->cfg.reclaim_threshold_pct);
+}
+
+/*
+ * Put @g on the candidate list it now belongs to, if it is not there yet.
+ * Called under the group lock by every transition that can make a group a
+ * candidate, and by passes for groups they took but did not finish with.
+ * A busy group is skipped: its flusher calls this when it lets go.
+ */
+static void queue_candidate(struct srsv__zoned *z, struct srsv_zone_group *g)
+{
+	int pool = g->space->kind;
+	bool unused, reclaim;
+
+	srsv__assert_held(&g->lock);
+	if (g->busy)
 		return;
-	close_locked(z, g);
-	if (g->active && !srsv__ld(&g->reserved))
-		release_token_locked(z, g, 0);
+	unused = resettable(z, g);
+	/* Without a relocate callback RECLAIM_ZONES does nothing: do not
+	 * queue what no pass would ever take. */
+	reclaim = !unused && z->cfg.zone_relocate && sparse(z, g);
+	if (!unused && !reclaim)
+		return;
+	srsv__lock(&z->reclaim_lock);
+	/* A group on the reclaim list that became resettable stays there
+	 * too (the list may be a pass's private one just now); the reclaim
+	 * pass drops it when it finds it no longer sparse. */
+	if (unused && !g->on_unused) {
+		srsv__list_add_tail(&g->unused_node, &z->unused[pool]);
+		g->on_unused = true;
+	}
+	if (reclaim && !g->on_reclaim) {
+		srsv__list_add_tail(&g->reclaim_node, &z->reclaim[pool]);
+		g->on_reclaim = true;
+	}
+	srsv__unlock(&z->reclaim_lock);
 }
 
-/* settle_locked() from a caller that holds no lock. */
-static void settle(struct srsv_zone_group *g)
+/* queue_candidate() for a caller that holds no lock. */
+static void requeue(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
-	srsv__lock(&g->z->lock);
 	srsv__lock(&g->lock);
-	settle_locked(g->z, g);
+	queue_candidate(z, g);
 	srsv__unlock(&g->lock);
-	srsv__unlock(&g->z->lock);
 }
 
-/*
- * Move @bytes between two locked pool counters, adding before subtracting
- * so that a lock-free reader of "claimed" never sees them as free.  Pool
- * lock held.  -EINVAL and nothing changed if @from holds less.
- */
-static int pool_move(struct srsv_space *s, enum srsv__counter from,
-		     enum srsv__counter to, uint64_t bytes)
+/* Move every entry of @from to the front of @to; @from becomes empty. */
+static void list_splice_front(struct srsv__list *from, struct srsv__list *to)
 {
-	int ret;
-
-	srsv__assert_held(&s->lock);
-	if (srsv__space_counter(s, from) < bytes)
-		return -EINVAL;
-	ret = srsv__space_update(s, to, (int64_t)bytes);
-	if (ret)
-		return ret;
-	ret = srsv__space_update(s, from, -(int64_t)bytes);
-	if (ret)
-		srsv__space_update(s, to, -(int64_t)bytes);
-	return ret;
+	if (srsv__list_empty(from))
+		return;
+	from->next->prev = to;
+	from->prev->next = to->next;
+	to->next->prev = from->prev;
+	to->next = from->next;
+	srsv__list_init(from);
 }
 
 /* ---- configuration and teardown ---- */
@@ -314,10 +437,18 @@ static bool tail_is_zero(const struct srsv_zoned_config *cfg)
 	return true;
 }
 
+static void zoned_free(struct srsv__zoned *z)
+{
+	srsv__lock_destroy(&z->reclaim_lock);
+	srsv__lock_destroy(&z->list_lock);
+	srsv__lock_destroy(&z->table_lock);
+	free(z);
+}
+
 SRSV__EXPORT int srsv_zoned_init(struct srsv_ctx *ctx,
 				 const struct srsv_zoned_config *cfg)
 {
-	struct srsv__zoned *z, *expected = NULL;
+	struct srsv__zoned *z;
 	uint64_t reserved;
 	int ret;
 
@@ -336,40 +467,57 @@ SRSV__EXPORT int srsv_zoned_init(struct srsv_ctx *ctx,
 	z = calloc(1, sizeof(*z));
 	if (!z)
 		return -ENOMEM;
-	ret = srsv__lock_init(&z->lock);
-	if (ret) {
-		free(z);
-		return ret;
-	}
+	ret = srsv__lock_init(&z->table_lock);
+	if (ret)
+		goto fail_table;
+	ret = srsv__lock_init(&z->list_lock);
+	if (ret)
+		goto fail_list;
+	ret = srsv__lock_init(&z->reclaim_lock);
+	if (ret)
+		goto fail_reclaim;
 	z->ctx = ctx;
 	z->cfg = *cfg;
 	z->cfg.size = sizeof(z->cfg);
 	srsv__list_init(&z->active);
+	for (int p = 0; p < SRSV_POOL_COUNT; p++) {
+		srsv__list_init(&z->unused[p]);
+		srsv__list_init(&z->reclaim[p]);
+	}
 
-	/* Release: the flushers read ctx->zoned without a lock. */
-	if (!__atomic_compare_exchange_n(&ctx->zoned, &expected, z, false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		srsv__lock_destroy(&z->lock);
-		free(z);
+	/* Full barrier (release included): the flushers read ctx->zoned
+	 * without a lock. */
+	if (!AO_compare_and_swap_full(zoned_slot(ctx), 0,
+				      (AO_t)(uintptr_t)z)) {
+		zoned_free(z);
 		return -EALREADY;
 	}
 	return 0;
+
+fail_reclaim:
+	srsv__lock_destroy(&z->list_lock);
+fail_list:
+	srsv__lock_destroy(&z->table_lock);
+fail_table:
+	free(z);
+	return ret;
 }
 
 void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx)
 {
-	struct srsv__zoned *z = ctx ? ctx->zoned : NULL;
+	struct srsv__zoned *z = zoned_of(ctx);
+	size_t nr;
 
 	if (!z)
 		return;
-	for (size_t i = 0; i < z->nr_groups; i++) {
+	nr = srsv__ld(&z->nr_groups);
+	for (size_t i = 0; i < nr; i++) {
 		srsv__lock_destroy(&z->groups[i]->lock);
 		free(z->groups[i]);
 	}
 	free(z->groups);
-	srsv__lock_destroy(&z->lock);
-	free(z);
-	ctx->zoned = NULL;
+	zoned_free(z);
+	AO_store(zoned_slot(ctx), 0);
 }
 
 SRSV__EXPORT const char *srsv_zone_kind_name(int kind)
@@ -381,11 +529,12 @@ SRSV__EXPORT const char *srsv_zone_kind_name(int kind)
 
 /* ---- groups ---- */
 
-/* Index of the first group whose start is >= @start.  Zoned lock held. */
-static size_t lower_bound(const struct srsv__zoned *z, uint64_t start)
+/* Index of the first group whose start is >= @start.  Table lock held. */
+static size_t lower_bound(struct srsv__zoned *z, uint64_t start)
 {
-	size_t lo = 0, hi = z->nr_groups;
+	size_t lo = 0, hi = srsv__ld(&z->nr_groups);
 
+	srsv__assert_held(&z->table_lock);
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -398,11 +547,14 @@ static size_t lower_bound(const struct srsv__zoned *z, uint64_t start)
 }
 
 /* Does [start, start + length) overlap a registered group?  The table is
- * sorted and never overlaps, so only the two neighbours can. */
-static bool overlaps(const struct srsv__zoned *z, uint64_t start,
-		     uint64_t length, size_t pos)
+ * sorted and never overlaps, so only the two neighbours can.  Table lock
+ * held. */
+static bool overlaps(struct srsv__zoned *z, uint64_t start, uint64_t length,
+		     size_t pos)
 {
-	if (pos < z->nr_groups && z->groups[pos]->start < start + length)
+	srsv__assert_held(&z->table_lock);
+	if (pos < srsv__ld(&z->nr_groups) &&
+	    z->groups[pos]->start < start + length)
 		return true;
 	if (pos > 0) {
 		const struct srsv_zone_group *prev = z->groups[pos - 1];
@@ -413,12 +565,17 @@ static bool overlaps(const struct srsv__zoned *z, uint64_t start,
 	return false;
 }
 
-/* Grow the pool by a new group.  Zoned lock held. */
-static int pool_add_group(struct srsv_space *s, uint64_t length,
-			  uint64_t tail)
+/*
+ * Grow the pool by a new group.  Table lock held: the table lock ranks
+ * above the pool lock, and nothing on the allocation path takes it, so
+ * a pool lock held elsewhere stalls only other registrations.
+ */
+static int pool_add_group(struct srsv__zoned *z, struct srsv_space *s,
+			  uint64_t length, uint64_t tail)
 {
 	int ret = 0;
 
+	srsv__assert_held(&z->table_lock);
 	srsv__lock(&s->lock);
 	if (srsv__space_counter(s, SRSV__TOTAL) + length > SRSV_MAX_BYTES) {
 		ret = -EINVAL;
@@ -454,8 +611,8 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	struct srsv__zoned *z = zoned_of(ctx);
 	struct srsv_zone_group *g;
 	struct srsv_space *s;
-	size_t pos;
-	int pool, ret;
+	size_t pos, nr;
+	int ret;
 
 	if (!z || (unsigned)kind >= SRSV_ZONE_KIND_COUNT)
 		return -EINVAL;
@@ -465,7 +622,6 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	s = srsv_ctx_space(ctx, kind_pool[kind]);
 	if (!s)
 		return -EINVAL;
-	pool = s->kind;
 
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -482,17 +638,20 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	g->capacity = capacity;
 	g->kind = kind;
 	srsv__list_init(&g->active_node);
+	srsv__list_init(&g->unused_node);
+	srsv__list_init(&g->reclaim_node);
 	srsv__st(&g->zone_unusable, length - capacity);
 
-	srsv__lock(&z->lock);
+	srsv__lock(&z->table_lock);
+	nr = srsv__ld(&z->nr_groups);
 	pos = lower_bound(z, start);
 	if (overlaps(z, start, length, pos)) {
 		ret = -EINVAL;
 		goto fail;
 	}
-	if (z->nr_groups == z->groups_alloc) {
-		/* Doubling keeps registering a whole device O(n). */
-		size_t n = z->groups_alloc ? 2 * z->groups_alloc : 64;
+	if (nr == z->groups_alloc) {
+		size_t n = z->groups_alloc ? 2 * z->groups_alloc :
+			   GROUP_TABLE_FIRST;
 		struct srsv_zone_group **grown =
 			realloc(z->groups, n * sizeof(*grown));
 
@@ -503,24 +662,19 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 		z->groups = grown;
 		z->groups_alloc = n;
 	}
-	ret = pool_add_group(s, length, length - capacity);
+	ret = pool_add_group(z, s, length, length - capacity);
 	if (ret)
 		goto fail;
 	memmove(&z->groups[pos + 1], &z->groups[pos],
-		(z->nr_groups - pos) * sizeof(*z->groups));
+		(nr - pos) * sizeof(*z->groups));
 	z->groups[pos] = g;
-	z->nr_groups++;
-	if (z->pool_tail[pool])
-		z->pool_tail[pool]->pool_next = g;
-	else
-		z->pool_head[pool] = g;
-	z->pool_tail[pool] = g;
-	srsv__unlock(&z->lock);
+	srsv__st(&z->nr_groups, nr + 1);
+	srsv__unlock(&z->table_lock);
 	if (out)
 		*out = g;
 	return 0;
 fail:
-	srsv__unlock(&z->lock);
+	srsv__unlock(&z->table_lock);
 	srsv__lock_destroy(&g->lock);
 	free(g);
 	return ret;
@@ -529,47 +683,48 @@ fail:
 SRSV__EXPORT int srsv_zone_group_activate(struct srsv_zone_group *g)
 {
 	struct srsv__zoned *z;
+	unsigned left;
 	int class, ret = 0;
 
 	if (!g)
 		return -EINVAL;
 	z = g->z;
 	class = kind_class[g->kind];
-	srsv__lock(&z->lock);
 	srsv__lock(&g->lock);
-	if (g->busy) {
+	if (g->busy)
 		ret = -EBUSY;
-	} else if (srsv__ld(&g->alloc_offset) == g->capacity) {
+	else if (group_full(g))
 		/* btrfs refuses to activate a full zone: reset it first. */
 		ret = -ENOSPC;
-	} else if (g->active) {
-		ret = 0;
-	} else if (!may_take_token(z, class)) {
-		ret = -EBUSY;
-	} else {
-		g->active = true;
-		g->open = true;
-		srsv__list_add_tail(&g->active_node, &z->active);
-		z->open_count++;
-		z->active_count++;
-		z->active_by_class[class]++;
-		z->active_by_kind[g->kind]++;
-		if (kind_dedicated(g->kind) && !z->dedicated[g->kind])
-			z->dedicated[g->kind] = g;
+	srsv__lock(&z->list_lock);
+	if (!ret && !g->active) {
+		if (!may_take_token(z, class)) {
+			ret = -EBUSY;
+		} else {
+			g->active = true;
+			g->open = true;
+			srsv__list_add_tail(&g->active_node, &z->active);
+			z->open_count++;
+			z->active_count++;
+			z->active_by_class[class]++;
+			z->active_by_kind[g->kind]++;
+			if (kind_dedicated(g->kind) && !z->dedicated[g->kind])
+				z->dedicated[g->kind] = g;
+		}
 	}
+	left = tokens_left(z);
+	srsv__unlock(&z->list_lock);
 	srsv__unlock(&g->lock);
-	srsv__trace_zone_activate(g->start, g->kind, ret, tokens_left(z));
-	srsv__unlock(&z->lock);
+	srsv__trace_zone_activate(g->start, g->kind, ret, left);
 	return ret;
 }
 
-/* Finish @g.  Zoned and group locks held. */
+/* Finish @g.  Group lock held (not the list lock). */
 static int finish_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
 	uint64_t wasted;
 	int ret;
 
-	srsv__assert_held(&z->lock);
 	srsv__assert_held(&g->lock);
 	if (g->busy)
 		return -EBUSY;
@@ -589,10 +744,13 @@ static int finish_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
 			return ret;
 		srsv__st(&g->zone_unusable,
 			 srsv__ld(&g->zone_unusable) + wasted);
+		/* Room 0 from here: a hint that still finds the group on
+		 * the list skips it, an allocation fails. */
 		srsv__st(&g->alloc_offset, g->capacity);
 	}
-	close_locked(z, g);
-	release_token_locked(z, g, wasted);
+	give_back_token(z, g, wasted);
+	/* Finishing an empty or mostly freed group makes a candidate. */
+	queue_candidate(z, g);
 	return 0;
 }
 
@@ -602,20 +760,44 @@ SRSV__EXPORT int srsv_zone_group_finish(struct srsv_zone_group *g)
 
 	if (!g)
 		return -EINVAL;
-	srsv__lock(&g->z->lock);
 	srsv__lock(&g->lock);
 	ret = finish_locked(g->z, g);
 	srsv__unlock(&g->lock);
-	srsv__unlock(&g->z->lock);
 	return ret;
 }
 
-/*
- * A concurrent writer can allocate in the chosen group between the choice
- * and the finish; each retry means the group just went into use again.
- * After this many the caller is better told -EBUSY than kept spinning.
- */
-#define FINISH_ONE_TRIES 4
+/* The active data group finish-one should take, or NULL (@saw_busy: some
+ * were skipped for outstanding allocations).  List lock held. */
+static struct srsv_zone_group *cheapest_to_finish(struct srsv__zoned *z,
+						  bool *saw_busy)
+{
+	struct srsv_zone_group *best = NULL;
+	uint64_t best_room = UINT64_MAX;
+
+	srsv__assert_held(&z->list_lock);
+	*saw_busy = false;
+	for (struct srsv__list *n = z->active.next; n != &z->active;
+	     n = n->next) {
+		struct srsv_zone_group *g = srsv__container_of(n,
+				struct srsv_zone_group, active_node);
+		uint64_t room = group_room(g);
+
+		if (g->kind != SRSV_ZONE_DATA)
+			continue;
+		/* An empty group would waste a whole zone. */
+		if (!srsv__ld(&g->alloc_offset))
+			continue;
+		if (srsv__ld(&g->reserved)) {
+			*saw_busy = true;
+			continue;
+		}
+		if (room < best_room) {
+			best = g;
+			best_room = room;
+		}
+	}
+	return best;
+}
 
 SRSV__EXPORT int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 				       struct srsv_zone_group **finished)
@@ -625,32 +807,16 @@ SRSV__EXPORT int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 
 	if (!z)
 		return -EINVAL;
-	srsv__lock(&z->lock);
 	for (int tries = 0; tries < FINISH_ONE_TRIES; tries++) {
-		struct srsv_zone_group *best = NULL;
-		uint64_t best_room = UINT64_MAX;
-		bool saw_busy = false;
+		struct srsv_zone_group *best;
+		bool saw_busy;
 
-		for (struct srsv__list *n = z->active.next; n != &z->active;
-		     n = n->next) {
-			struct srsv_zone_group *g = srsv__container_of(n,
-					struct srsv_zone_group, active_node);
-			uint64_t room = group_room(g);
-
-			if (g->kind != SRSV_ZONE_DATA)
-				continue;
-			/* An empty group would waste a whole zone. */
-			if (!srsv__ld(&g->alloc_offset))
-				continue;
-			if (srsv__ld(&g->reserved)) {
-				saw_busy = true;
-				continue;
-			}
-			if (room < best_room) {
-				best = g;
-				best_room = room;
-			}
-		}
+		/* Choose under the list lock (a leaf: the group lock cannot
+		 * be taken under it), finish under the group lock, where
+		 * finish_locked() checks the choice again. */
+		srsv__lock(&z->list_lock);
+		best = cheapest_to_finish(z, &saw_busy);
+		srsv__unlock(&z->list_lock);
 		if (!best) {
 			ret = saw_busy ? -EBUSY : -ENOENT;
 			break;
@@ -663,10 +829,13 @@ SRSV__EXPORT int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 				*finished = best;
 			break;
 		}
-		if (ret != -EBUSY)
+		/* -EBUSY: a writer allocated in it since the choice;
+		 * -EALREADY: another thread finished it, or its last write
+		 * landed.  Either way choose again. */
+		if (ret != -EBUSY && ret != -EALREADY)
 			break;
+		ret = -EBUSY;
 	}
-	srsv__unlock(&z->lock);
 	return ret;
 }
 
@@ -685,7 +854,7 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	if (!s)
 		return -EINVAL;
 
-	srsv__lock(&z->lock);
+	srsv__lock(&z->list_lock);
 	if (kind_dedicated(kind) && z->dedicated[kind]) {
 		looked++;
 		if (group_room(z->dedicated[kind]) >= bytes)
@@ -698,10 +867,10 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 					struct srsv_zone_group, active_node);
 
 			looked++;
-			/* No group lock: the room only shrinks while the
-			 * group is on the list, and this is just a hint. */
-			if (g->kind == (int)kind && g->space == s &&
-			    group_room(g) >= bytes) {
+			/* The kind decides the pool.  No group lock: the
+			 * room only shrinks while the group is on the list,
+			 * and this is just a hint. */
+			if (g->kind == (int)kind && group_room(g) >= bytes) {
 				chosen = g;
 				break;
 			}
@@ -711,7 +880,7 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	}
 	z->hints++;
 	z->hint_looked += looked;
-	srsv__unlock(&z->lock);
+	srsv__unlock(&z->list_lock);
 	srsv__trace_zone_hint(kind, s->kind, bytes,
 			      chosen ? chosen->start : UINT64_MAX, looked);
 	if (!chosen)
@@ -724,7 +893,6 @@ SRSV__EXPORT int srsv_zone_group_alloc(struct srsv_zone_group *g,
 				       uint64_t bytes, uint64_t *logical)
 {
 	uint64_t off;
-	bool full = false;
 	int ret = 0;
 
 	if (!g || bad_bytes(bytes))
@@ -736,14 +904,17 @@ SRSV__EXPORT int srsv_zone_group_alloc(struct srsv_zone_group *g,
 	} else {
 		srsv__st(&g->alloc_offset, off + bytes);
 		srsv__st(&g->reserved, srsv__ld(&g->reserved) + bytes);
-		full = off + bytes == g->capacity;
 		if (logical)
 			*logical = g->start + off;
+		/* Full: off the list at once, so that the hint never sees
+		 * it.  The token stays until the last write lands. */
+		if (off + bytes == g->capacity) {
+			srsv__lock(&g->z->list_lock);
+			close_locked(g->z, g);
+			srsv__unlock(&g->z->list_lock);
+		}
 	}
 	srsv__unlock(&g->lock);
-	/* The list lock ranks above the group lock: re-take both. */
-	if (full)
-		settle(g);
 	return ret;
 }
 
@@ -751,7 +922,6 @@ SRSV__EXPORT int srsv_zone_group_written(struct srsv_zone_group *g,
 					 uint64_t bytes)
 {
 	uint64_t reserved;
-	bool token_due;
 
 	if (!g || bad_bytes(bytes))
 		return -EINVAL;
@@ -763,11 +933,13 @@ SRSV__EXPORT int srsv_zone_group_written(struct srsv_zone_group *g,
 	}
 	srsv__st(&g->used, srsv__ld(&g->used) + bytes);
 	srsv__st(&g->reserved, reserved - bytes);
-	token_due = reserved == bytes && g->active &&
-		    srsv__ld(&g->alloc_offset) == g->capacity;
+	/* The last write into a full zone landed: it is no longer active
+	 * on the device (btrfs_zone_finish_endio()). */
+	if (reserved == bytes && g->active && group_full(g)) {
+		give_back_token(g->z, g, 0);
+		queue_candidate(g->z, g);
+	}
 	srsv__unlock(&g->lock);
-	if (token_due)
-		settle(g);
 	return 0;
 }
 
@@ -779,10 +951,9 @@ static int to_unusable(struct srsv_zone_group *g, volatile AO_t *from,
 		       enum srsv__counter pool_from, uint64_t bytes)
 {
 	uint64_t have;
-	bool token_due;
 	int ret;
 
-	if (!g || bad_bytes(bytes))
+	if (bad_bytes(bytes))
 		return -EINVAL;
 	srsv__lock(&g->lock);
 	have = srsv__ld(from);
@@ -791,7 +962,8 @@ static int to_unusable(struct srsv_zone_group *g, volatile AO_t *from,
 		return -EINVAL;
 	}
 	srsv__lock(&g->space->lock);
-	ret = pool_move(g->space, pool_from, SRSV__ZONE_UNUSABLE, bytes);
+	ret = srsv__space_move(g->space, pool_from, SRSV__ZONE_UNUSABLE,
+			       bytes);
 	srsv__unlock(&g->space->lock);
 	if (ret) {
 		srsv__unlock(&g->lock);
@@ -799,11 +971,11 @@ static int to_unusable(struct srsv_zone_group *g, volatile AO_t *from,
 	}
 	srsv__st(&g->zone_unusable, srsv__ld(&g->zone_unusable) + bytes);
 	srsv__st(from, have - bytes);
-	token_due = from == &g->reserved && have == bytes && g->active &&
-		    srsv__ld(&g->alloc_offset) == g->capacity;
+	if (from == &g->reserved && have == bytes && g->active &&
+	    group_full(g))
+		give_back_token(g->z, g, 0);
+	queue_candidate(g->z, g);
 	srsv__unlock(&g->lock);
-	if (token_due)
-		settle(g);
 	return 0;
 }
 
@@ -825,7 +997,6 @@ SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
 {
 	if (!g || !info)
 		return -EINVAL;
-	srsv__lock(&g->z->lock);
 	srsv__lock(&g->lock);
 	info->start = g->start;
 	info->length = g->length;
@@ -839,9 +1010,10 @@ SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
 	info->active = g->active;
 	info->open = g->open;
 	info->busy = g->busy;
+	srsv__lock(&g->z->list_lock);
 	info->dedicated = g->z->dedicated[g->kind] == g;
+	srsv__unlock(&g->z->list_lock);
 	srsv__unlock(&g->lock);
-	srsv__unlock(&g->z->lock);
 	return 0;
 }
 
@@ -858,7 +1030,7 @@ SRSV__EXPORT int srsv_zoned_get_info(struct srsv_ctx *ctx,
 	if (!z || !info)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
-	srsv__lock(&z->lock);
+	srsv__lock(&z->list_lock);
 	info->max_active_zones = z->cfg.max_active_zones;
 	info->active = z->active_count;
 	for (int k = 0; k < SRSV_ZONE_KIND_COUNT; k++)
@@ -866,38 +1038,19 @@ SRSV__EXPORT int srsv_zoned_get_info(struct srsv_ctx *ctx,
 	info->reserved_metadata_left = reserved_left(z, CLASS_METADATA);
 	info->reserved_system_left = reserved_left(z, CLASS_SYSTEM);
 	info->open = z->open_count;
-	info->nr_groups = z->nr_groups;
 	info->hints = z->hints;
 	info->hint_groups_looked = z->hint_looked;
-	srsv__unlock(&z->lock);
+	srsv__unlock(&z->list_lock);
+	srsv__lock(&z->reclaim_lock);
+	info->flush_groups_looked = z->flush_looked;
+	srsv__unlock(&z->reclaim_lock);
+	info->nr_groups = srsv__ld(&z->nr_groups);
 	info->resets = srsv__ld(&z->resets);
 	info->relocations = srsv__ld(&z->relocations);
 	return 0;
 }
 
 /* ---- RESET_ZONES and RECLAIM_ZONES ---- */
-
-/* Every byte freed, nothing outstanding: the zone can be reset.  Group
- * lock held (or a lock-free pre-check). */
-static bool resettable(const struct srsv_zone_group *g)
-{
-	return !g->active && !srsv__ld(&g->used) && !srsv__ld(&g->reserved) &&
-	       srsv__ld(&g->zone_unusable) == g->length;
-}
-
-/* Relocating the live rest pays off: freed bytes reach the threshold. */
-static bool sparse(const struct srsv__zoned *z, const struct srsv_zone_group *g)
-{
-	uint64_t freed = srsv__ld(&g->zone_unusable) - group_tail(g);
-	unsigned pct = z->cfg.reclaim_threshold_pct;
-	/* capacity * pct / 100 without overflowing 64 bits. */
-	uint64_t threshold = g->capacity / 100 * pct +
-			     g->capacity % 100 * pct / 100;
-
-	return !g->active && srsv__ld(&g->alloc_offset) == g->capacity &&
-	       !srsv__ld(&g->reserved) && srsv__ld(&g->used) &&
-	       freed >= threshold;
-}
 
 /* Call an engine zone callback with no lock held. */
 static int call_zone_fn(struct srsv__zoned *z, srsv_zone_fn fn,
@@ -913,10 +1066,28 @@ static int call_zone_fn(struct srsv__zoned *z, srsv_zone_fn fn,
 	return ret;
 }
 
+/* Mark @g busy if @pred still holds under its lock. */
+static bool claim_if(struct srsv__zoned *z, struct srsv_zone_group *g,
+		     bool (*pred)(const struct srsv__zoned *,
+				  struct srsv_zone_group *))
+{
+	bool claimed = false;
+
+	srsv__lock(&g->lock);
+	if (!g->busy && pred(z, g)) {
+		g->busy = true;
+		claimed = true;
+	}
+	srsv__unlock(&g->lock);
+	return claimed;
+}
+
 /*
  * Reset a group this thread marked busy: the engine resets the zone, then
  * the group is empty again and its capacity returns to the pool, which
- * grants the tickets that now fit.  Returns the bytes given back.
+ * grants the tickets that now fit.  Returns the bytes given back; 0 (the
+ * engine or the accounting refused) leaves the group as it was, not busy
+ * and not queued: the caller queues it again.
  */
 static uint64_t reset_claimed(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
@@ -925,7 +1096,7 @@ static uint64_t reset_claimed(struct srsv__zoned *z, struct srsv_zone_group *g)
 	int ret = call_zone_fn(z, z->cfg.zone_reset, g);
 
 	srsv__lock(&g->lock);
-	if (!ret && resettable(g)) {
+	if (!ret && resettable(z, g)) {
 		srsv__lock(&s->lock);
 		ret = srsv__space_update(s, SRSV__ZONE_UNUSABLE,
 					 -(int64_t)g->capacity);
@@ -944,78 +1115,127 @@ static uint64_t reset_claimed(struct srsv__zoned *z, struct srsv_zone_group *g)
 	return freed;
 }
 
-/* Mark @g busy if @pred still holds under its lock.  Zoned lock held. */
-static bool claim_if(const struct srsv__zoned *z, struct srsv_zone_group *g,
-		     bool (*pred)(const struct srsv__zoned *,
-				  const struct srsv_zone_group *))
+/* Enough given back?  A flush of 0 bytes names no target: the batch
+ * alone bounds the pass. */
+static bool enough(uint64_t freed, uint64_t wanted)
 {
-	bool claimed = false;
-
-	srsv__lock(&g->lock);
-	if (!g->busy && pred(z, g)) {
-		g->busy = true;
-		claimed = true;
-	}
-	srsv__unlock(&g->lock);
-	return claimed;
+	return wanted && freed >= wanted;
 }
 
-static bool resettable_pred(const struct srsv__zoned *z,
-			    const struct srsv_zone_group *g)
+/*
+ * RESET_ZONES: reset fully unusable, unused groups of @s from its unused
+ * list, in the order they became so, until @wanted bytes are back or
+ * SRSV_ZONED_RESET_BATCH groups were taken.
+ */
+static uint64_t reset_zones(struct srsv__zoned *z, struct srsv_space *s,
+			    uint64_t wanted)
 {
-	(void)z;
-	return resettable(g);
-}
-
-/* RESET_ZONES: reset every fully unusable, unused group of @s. */
-static uint64_t reset_zones(struct srsv__zoned *z, struct srsv_space *s)
-{
-	struct srsv_zone_group *g, *cursor = NULL;
+	struct srsv_zone_group *failed[SRSV_ZONED_RESET_BATCH];
+	struct srsv__list *head = &z->unused[s->kind];
+	unsigned nr_failed = 0;
 	uint64_t freed = 0;
 
-	for (;;) {
-		srsv__lock(&z->lock);
-		g = cursor ? cursor->pool_next : z->pool_head[s->kind];
-		/* Lock-free pre-check first: most groups are live. */
-		for (; g; g = g->pool_next)
-			if (resettable(g) && claim_if(z, g, resettable_pred))
-				break;
-		srsv__unlock(&z->lock);
+	for (unsigned taken = 0; taken < SRSV_ZONED_RESET_BATCH &&
+	     !enough(freed, wanted); taken++) {
+		struct srsv_zone_group *g = NULL;
+		uint64_t got;
+
+		srsv__lock(&z->reclaim_lock);
+		if (!srsv__list_empty(head)) {
+			g = srsv__container_of(head->next,
+					       struct srsv_zone_group,
+					       unused_node);
+			srsv__list_del_init(&g->unused_node);
+			g->on_unused = false;
+			z->flush_looked++;
+		}
+		srsv__unlock(&z->reclaim_lock);
 		if (!g)
 			break;
-		freed += reset_claimed(z, g);
-		cursor = g;
+		/* Stale (reset since it was queued) or another flusher's:
+		 * queue it again if it still is a candidate. */
+		if (!claim_if(z, g, resettable)) {
+			requeue(z, g);
+			continue;
+		}
+		got = reset_claimed(z, g);
+		if (got)
+			freed += got;
+		else
+			failed[nr_failed++] = g;
 	}
+	/* Queued again only now, so that this pass does not retry a zone
+	 * the device just refused. */
+	for (unsigned i = 0; i < nr_failed; i++)
+		requeue(z, failed[i]);
 	return freed;
+}
+
+/*
+ * Lock-free pre-check of sparse() for the choice: a group on the reclaim
+ * list is finished (inactive, full, nothing outstanding), so only used
+ * and zone_unusable move, and claim_if() decides under the lock.
+ */
+static bool looks_sparse(const struct srsv__zoned *z,
+			 const struct srsv_zone_group *g)
+{
+	uint64_t freed = srsv__ld(&g->zone_unusable) - group_tail(g);
+
+	return group_full(g) && !srsv__ld(&g->reserved) &&
+	       srsv__ld(&g->used) &&
+	       freed >= srsv__mult_perc(g->capacity,
+					z->cfg.reclaim_threshold_pct);
 }
 
 /*
  * RECLAIM_ZONES: relocate the live data of at most
  * SRSV_ZONED_RECLAIM_BATCH sparse groups of @s, the sparsest first (btrfs
  * sorts its reclaim list by used bytes: least to move, most to gain), and
- * reset those the relocation emptied.
+ * reset those the relocation emptied, until @wanted bytes are back.
+ *
+ * The choice needs a look at every candidate.  So that the free path,
+ * which queues candidates, never waits for that walk, the pass takes the
+ * whole list private under the reclaim lock (O(1)), walks it with no lock
+ * (nobody else touches an entry whose on_reclaim is set, and a concurrent
+ * pass finds the shared list empty and does nothing), and gives back what
+ * it did not choose, in front of what was queued meanwhile.  Entries that
+ * are no longer sparse (emptied, or reset and reused) are dropped then.
  */
-static uint64_t reclaim_zones(struct srsv__zoned *z, struct srsv_space *s)
+static uint64_t reclaim_zones(struct srsv__zoned *z, struct srsv_space *s,
+			      uint64_t wanted)
 {
 	struct srsv_zone_group *batch[SRSV_ZONED_RECLAIM_BATCH];
+	struct srsv__list mine, drop, *n, *next;
 	unsigned nr = 0;
-	uint64_t freed = 0;
+	uint64_t looked = 0, freed = 0;
 
 	if (!z->cfg.zone_relocate)
 		return 0;
-	srsv__lock(&z->lock);
-	for (struct srsv_zone_group *g = z->pool_head[s->kind]; g;
-	     g = g->pool_next) {
+	srsv__list_init(&mine);
+	srsv__list_init(&drop);
+	srsv__lock(&z->reclaim_lock);
+	list_splice_front(&z->reclaim[s->kind], &mine);
+	srsv__unlock(&z->reclaim_lock);
+
+	for (n = mine.next; n != &mine; n = next) {
+		struct srsv_zone_group *g = srsv__container_of(n,
+				struct srsv_zone_group, reclaim_node);
 		uint64_t used = srsv__ld(&g->used);
 		unsigned i;
 
-		if (!sparse(z, g))
+		next = n->next;
+		looked++;
+		if (!looks_sparse(z, g)) {
+			srsv__list_del_init(n);
+			srsv__list_add_tail(n, &drop);
 			continue;
+		}
 		if (nr == SRSV_ZONED_RECLAIM_BATCH &&
 		    used >= srsv__ld(&batch[nr - 1]->used))
 			continue;
-		/* Insertion into a batch kept sorted by used bytes; the
-		 * lock-free reads only choose, claim_if() decides. */
+		/* Insertion into a batch kept sorted by used bytes (ties:
+		 * queue order); a group pushed out of a full batch just
+		 * stays on the private list. */
 		if (nr < SRSV_ZONED_RECLAIM_BATCH)
 			nr++;
 		for (i = nr - 1; i > 0 && srsv__ld(&batch[i - 1]->used) > used;
@@ -1023,40 +1243,72 @@ static uint64_t reclaim_zones(struct srsv__zoned *z, struct srsv_space *s)
 			batch[i] = batch[i - 1];
 		batch[i] = g;
 	}
+	/* The chosen leave the list (unlinked before on_reclaim drops, so
+	 * that no one relinks a node still being unlinked); the rest go
+	 * back to the front. */
 	for (unsigned i = 0; i < nr; i++)
-		if (!claim_if(z, batch[i], sparse))
-			batch[i] = NULL;
-	srsv__unlock(&z->lock);
+		srsv__list_del_init(&batch[i]->reclaim_node);
+	srsv__lock(&z->reclaim_lock);
+	for (unsigned i = 0; i < nr; i++)
+		batch[i]->on_reclaim = false;
+	list_splice_front(&mine, &z->reclaim[s->kind]);
+	z->flush_looked += looked;
+	srsv__unlock(&z->reclaim_lock);
+	/* Dropped entries: off the list under the group lock, so that the
+	 * group is queued again at once if it is a candidate of any kind
+	 * (queue_candidate() skipped it while on_reclaim was set). */
+	while (!srsv__list_empty(&drop)) {
+		struct srsv_zone_group *g = srsv__container_of(drop.next,
+				struct srsv_zone_group, reclaim_node);
+
+		srsv__list_del_init(&g->reclaim_node);
+		srsv__lock(&g->lock);
+		srsv__lock(&z->reclaim_lock);
+		g->on_reclaim = false;
+		srsv__unlock(&z->reclaim_lock);
+		queue_candidate(z, g);
+		srsv__unlock(&g->lock);
+	}
 
 	for (unsigned i = 0; i < nr; i++) {
 		struct srsv_zone_group *g = batch[i];
-		bool reset;
+		uint64_t got;
+		bool emptied;
 
-		if (!g)
+		if (enough(freed, wanted) || !claim_if(z, g, sparse)) {
+			requeue(z, g);
 			continue;
+		}
 		if (!call_zone_fn(z, z->cfg.zone_relocate, g))
 			AO_fetch_and_add1(&z->relocations);
 		/* Keep it busy if the relocation emptied it: reset it now. */
 		srsv__lock(&g->lock);
-		reset = resettable(g);
-		if (!reset)
+		emptied = resettable(z, g);
+		if (!emptied) {
 			g->busy = false;
+			queue_candidate(z, g);
+		}
 		srsv__unlock(&g->lock);
-		if (reset)
-			freed += reset_claimed(z, g);
+		if (!emptied)
+			continue;
+		got = reset_claimed(z, g);
+		if (got)
+			freed += got;
+		else
+			requeue(z, g);
 	}
 	return freed;
 }
 
-uint64_t srsv__zoned_flush(struct srsv_space *s, int state)
+uint64_t srsv__zoned_flush(struct srsv_space *s, int state, uint64_t bytes)
 {
 	struct srsv__zoned *z = s ? zoned_of(s->ctx) : NULL;
 
 	if (!z)
 		return 0;
 	if (state == SRSV_STATE_RESET_ZONES)
-		return reset_zones(z, s);
+		return reset_zones(z, s, bytes);
 	if (state == SRSV_STATE_RECLAIM_ZONES)
-		return reclaim_zones(z, s);
+		return reclaim_zones(z, s, bytes);
 	return 0;
 }

@@ -23,8 +23,13 @@
 
 #include "internal.h"	/* srsv__delalloc_fault, srsv__quota_lock_ptr */
 
-/* The steps of srsv_delalloc_reserve(), as lib/delalloc.c numbers them. */
-enum { STEP_QUOTA = 0, STEP_DATA = 1, STEP_META = 2, NR_STEPS = 3 };
+/* The fallible steps, as lib/delalloc.c numbers them: reserve, then
+ * finish and release. */
+enum {
+	STEP_QUOTA = 0, STEP_DATA = 1, STEP_META = 2, NR_RESERVE_STEPS = 3,
+	STEP_FINISH_RSV = 3, STEP_FINISH_QUOTA = 4, STEP_RELEASE_RSV = 5,
+	NR_STEPS = 6
+};
 
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
@@ -64,7 +69,24 @@ struct fx {
 	volatile AO_t flush_inside;
 	/* When set, the callback keeps what it holds (frees nothing). */
 	volatile AO_t flush_hold;
+	/* Bytes of metadata may_use the "engine" holds and gives back on any
+	 * metadata flush state. */
+	volatile AO_t meta_held;
+	/* Bitmask of the states the callback saw, per pool. */
+	volatile AO_t data_states, meta_states;
+	/* When set, the quota flush callback first runs reenter_checks(). */
+	struct srsv_quota *reenter_full;
+	int reenter_ret[5];
 };
+
+static void add_state(volatile AO_t *mask, int state)
+{
+	AO_t old;
+
+	do
+		old = AO_load(mask);
+	while (!AO_compare_and_swap_full(mask, old, old | (AO_t)1 << state));
+}
 
 static int space_flush_cb(struct srsv_space *s, enum srsv_flush_state state,
 			  uint64_t bytes, bool for_preempt, void *user)
@@ -72,10 +94,11 @@ static int space_flush_cb(struct srsv_space *s, enum srsv_flush_state state,
 	struct fx *fx = user;
 	uint64_t held;
 
-	(void)state;
 	(void)bytes;
 	(void)for_preempt;
 	AO_fetch_and_add1(&fx->space_calls);
+	add_state(s == fx->data ? &fx->data_states : &fx->meta_states,
+		  (int)state);
 	AO_fetch_and_add1_full(&fx->flush_inside);
 	if (AO_load(&fx->flush_sleep_us)) {
 		/* A slow engine: at least one nap, and more while told to
@@ -93,14 +116,24 @@ static int space_flush_cb(struct srsv_space *s, enum srsv_flush_state state,
 		if (held && AO_compare_and_swap_full(&fx->data_held, held, 0))
 			srsv_space_release(s, held);
 	}
+	if (s == fx->meta && s != fx->data &&
+	    !AO_load_acquire(&fx->flush_hold)) {
+		held = (uint64_t)AO_load(&fx->meta_held);
+		if (held && AO_compare_and_swap_full(&fx->meta_held, held, 0))
+			srsv_space_release(s, held);
+	}
 	return 0;
 }
+
+static void reenter_checks(struct fx *fx);
 
 static int quota_flush_cb(struct srsv_quota *q, void *user)
 {
 	struct fx *fx = user;
 
 	AO_fetch_and_add1(&fx->quota_calls);
+	if (fx->reenter_full)
+		reenter_checks(fx);
 	return srsv_quota_commit(srsv_quota_ctx(q), NULL);
 }
 
@@ -359,7 +392,7 @@ START_TEST(test_reserve_finish)
 	ck_assert_int_eq(srsv_quota_commit(fx->ctx, NULL), 0);
 	s = state_of(fx, q);
 	ck_assert_uint_eq(s.quota.reserved[SRSV_QUOTA_META_PERTRANS], 0);
-	ck_assert_uint_eq(s.quota.charged, 3 * MIB);
+	ck_assert_uint_eq(s.quota.charged, SRSV_DELALLOC_MODE_COUNT * MIB);
 	fx_free(fx);
 }
 END_TEST
@@ -948,6 +981,12 @@ static int fault_step = -1;
 static int fault_error;
 static unsigned fault_seen[NR_STEPS];
 
+/* The hook is a word read with AO_load(); set it while no call runs. */
+static void set_fault(srsv__delalloc_fault_fn fn)
+{
+	AO_store(&srsv__delalloc_fault, (AO_t)(uintptr_t)fn);
+}
+
 static int fault_fn(int step)
 {
 	ck_assert(step >= 0 && step < NR_STEPS);
@@ -975,12 +1014,12 @@ START_TEST(test_fault_each_step)
 					    0), 0);
 	ck_assert_int_eq(srsv_rsv_add(fx->rsv, 512 * KIB, SRSV_NO_FLUSH, 0),
 			 0);
-	srsv__delalloc_fault = fault_fn;
+	set_fault(fault_fn);
 
 	for (with_quota = 0; with_quota < 2; with_quota++)
 	for (mode = 0; mode < SRSV_DELALLOC_MODE_COUNT; mode++)
-	for (step = with_quota ? STEP_QUOTA : STEP_DATA; step < NR_STEPS;
-	     step++)
+	for (step = with_quota ? STEP_QUOTA : STEP_DATA;
+	     step < NR_RESERVE_STEPS; step++)
 	for (e = 0; e < sizeof(errors) / sizeof(errors[0]); e++) {
 		struct srsv_quota *qq = with_quota ? q : NULL;
 
@@ -1009,7 +1048,397 @@ START_TEST(test_fault_each_step)
 		/* A failed reservation holds nothing. */
 		ck_assert_int_eq(srsv_delalloc_release(&r), -EINVAL);
 	}
-	srsv__delalloc_fault = NULL;
+	set_fault(NULL);
+	fx_free(fx);
+}
+END_TEST
+
+/* ---- ending a reservation: all or nothing, nothing stranded ---- */
+
+/* What finish must have done, against the state before the reserve. */
+static void assert_finished(const struct state *before, struct fx *fx,
+			    struct srsv_quota *q, uint64_t data,
+			    uint64_t meta_used)
+{
+	struct state now = state_of(fx, q);
+
+	ck_assert_uint_eq(now.data.may_use, before->data.may_use);
+	ck_assert_uint_eq(now.data.reserved, before->data.reserved);
+	ck_assert_uint_eq(now.data.used, before->data.used + data);
+	ck_assert_uint_eq(now.meta.may_use, before->meta.may_use);
+	ck_assert_uint_eq(now.meta.reserved, before->meta.reserved);
+	ck_assert_uint_eq(now.meta.used, before->meta.used + meta_used);
+	ck_assert_uint_eq(now.delalloc.size, before->delalloc.size);
+	ck_assert_uint_eq(now.delalloc.reserved, before->delalloc.reserved);
+	if (!q)
+		return;
+	ck_assert_uint_eq(now.quota.reserved[SRSV_QUOTA_DATA],
+			  before->quota.reserved[SRSV_QUOTA_DATA]);
+	ck_assert_uint_eq(now.quota.reserved[SRSV_QUOTA_META_PREALLOC],
+			  before->quota.reserved[SRSV_QUOTA_META_PREALLOC]);
+	ck_assert_uint_eq(now.quota.reserved[SRSV_QUOTA_META_PERTRANS],
+			  before->quota.reserved[SRSV_QUOTA_META_PERTRANS] +
+			  meta_used);
+	ck_assert_uint_eq(now.quota.used, before->quota.used + data);
+	ck_assert_uint_eq(now.quota.charged,
+			  before->quota.charged + data + meta_used);
+}
+
+/*
+ * A failure injected at each fallible step of finish (the rsv, the quota)
+ * changes nothing and leaves the reservation whole: the same finish then
+ * succeeds and accounts exactly.
+ */
+START_TEST(test_finish_fault_each_step)
+{
+	static const int errors[] = { -ENOSPC, -EINVAL, -EIO };
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_delalloc_resv r, copy;
+	struct srsv_quota *q;
+	struct state before, mid;
+	int with_quota, step;
+	unsigned e;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 64 * MIB, &q), 0);
+	/* Another user's share of the shared rsv, and prior quota. */
+	ck_assert_int_eq(srsv_rsv_add(fx->rsv, 512 * KIB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 1 * MIB, 0),
+			 0);
+	set_fault(fault_fn);
+	for (with_quota = 0; with_quota < 2; with_quota++)
+	for (step = STEP_FINISH_RSV;
+	     step <= (with_quota ? STEP_FINISH_QUOTA : STEP_FINISH_RSV);
+	     step++)
+	for (e = 0; e < sizeof(errors) / sizeof(errors[0]); e++) {
+		struct srsv_quota *qq = with_quota ? q : NULL;
+
+		fault_step = -1;
+		before = state_of(fx, q);
+		ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, qq, 1 * MIB,
+					SRSV_DELALLOC_NOFLUSH, &r), 0);
+		mid = state_of(fx, q);
+		copy = r;
+		fault_step = step;
+		fault_error = errors[e];
+		memset(fault_seen, 0, sizeof(fault_seen));
+		ck_assert_int_eq(srsv_delalloc_finish(&r,
+					SRSV_DELALLOC_META_ALL), errors[e]);
+		assert_unchanged(&mid, fx, q);
+		ck_assert(memcmp(&r, &copy, sizeof(r)) == 0);
+		ck_assert_uint_eq(fault_seen[STEP_FINISH_RSV], 1);
+		ck_assert_uint_eq(fault_seen[STEP_FINISH_QUOTA],
+				  step == STEP_FINISH_QUOTA);
+		/* The reservation is intact: finish it for real. */
+		fault_step = -1;
+		ck_assert_int_eq(srsv_delalloc_finish(&r, 100 * KIB), 0);
+		assert_finished(&before, fx, qq ? q : NULL, 1 * MIB,
+				100 * KIB);
+		ck_assert_int_eq(srsv_delalloc_release(&r), -EINVAL);
+	}
+	set_fault(NULL);
+	fx_free(fx);
+}
+END_TEST
+
+/*
+ * Release cannot refuse: with its rsv step failing (as if another user had
+ * drained or shrunk the shared rsv) it drops our part of the rsv's size
+ * and the rsv returns the bytes: everything is as before the reserve.
+ */
+START_TEST(test_release_fault)
+{
+	static const int errors[] = { -ENOSPC, -EINVAL };
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_delalloc_resv r;
+	struct srsv_quota *q;
+	struct state before;
+	int with_quota;
+	unsigned e;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 64 * MIB, &q), 0);
+	ck_assert_int_eq(srsv_rsv_add(fx->rsv, 512 * KIB, SRSV_NO_FLUSH, 0),
+			 0);
+	set_fault(fault_fn);
+	for (with_quota = 0; with_quota < 2; with_quota++)
+	for (e = 0; e < sizeof(errors) / sizeof(errors[0]); e++) {
+		fault_step = -1;
+		before = state_of(fx, q);
+		ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx,
+					with_quota ? q : NULL, 1 * MIB,
+					SRSV_DELALLOC_NOFLUSH, &r), 0);
+		fault_step = STEP_RELEASE_RSV;
+		fault_error = errors[e];
+		memset(fault_seen, 0, sizeof(fault_seen));
+		ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+		ck_assert_uint_eq(fault_seen[STEP_RELEASE_RSV], 1);
+		assert_unchanged(&before, fx, q);
+	}
+	set_fault(NULL);
+	fx_free(fx);
+}
+END_TEST
+
+/*
+ * Another user of the shared DELALLOC rsv used our share of it: finish
+ * says -ENOSPC and changes nothing; release drops our part of the size
+ * and nothing is stranded: once the other user gives its bytes back, the
+ * metadata may_use outside the rsv is as before.
+ */
+START_TEST(test_shared_rsv_drained)
+{
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_delalloc_resv r;
+	struct srsv_quota *q;
+	struct state before, mid, now;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 64 * MIB, &q), 0);
+	ck_assert_int_eq(srsv_rsv_add(fx->rsv, 128 * KIB, SRSV_NO_FLUSH, 0),
+			 0);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1 * MIB,
+					       SRSV_DELALLOC_NOFLUSH, &r), 0);
+	ck_assert_uint_eq(r.meta_bytes, 256 * KIB);
+	/* The other user draws 300 KiB: its 128 and 172 of ours. */
+	ck_assert_int_eq(srsv_rsv_use(fx->rsv, 300 * KIB), 0);
+	mid = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL),
+			 -ENOSPC);
+	assert_unchanged(&mid, fx, q);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+	/* The other user did not need them after all. */
+	ck_assert_int_eq(srsv_space_release(fx->meta, 300 * KIB), 0);
+	now = state_of(fx, q);
+	assert_same_space(&before.data, &now.data);
+	ck_assert_uint_eq(now.delalloc.size, before.delalloc.size);
+	/* What left the rsv left may_use with it: nothing stranded. */
+	ck_assert_uint_eq(now.meta.may_use - now.delalloc.reserved,
+			  before.meta.may_use - before.delalloc.reserved);
+	ck_assert_uint_eq(now.quota.charged, before.quota.charged);
+	fx_free(fx);
+}
+END_TEST
+
+/*
+ * Another user shrank the shared rsv's size below our share (and refilled
+ * what it holds, so the bytes are all there): the old two-call take used
+ * the bytes and then failed to shrink the size, changing the rsv and
+ * stranding may_use.  Now finish says -EINVAL and changes nothing, and
+ * release gives everything back.
+ */
+START_TEST(test_shared_rsv_shrunk)
+{
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_delalloc_resv r;
+	struct srsv_quota *q;
+	struct state before, mid;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 64 * MIB, &q), 0);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1 * MIB,
+					       SRSV_DELALLOC_NOFLUSH, &r), 0);
+	ck_assert_int_eq(srsv_rsv_release(fx->rsv, 200 * KIB, NULL), 0);
+	ck_assert_int_eq(srsv_rsv_refill(fx->rsv, 256 * KIB, SRSV_NO_FLUSH,
+					 0), 0);
+	mid = state_of(fx, q);
+	ck_assert_uint_eq(mid.delalloc.size, 56 * KIB);
+	ck_assert_uint_eq(mid.delalloc.reserved, 256 * KIB);
+	ck_assert_int_eq(srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL),
+			 -EINVAL);
+	assert_unchanged(&mid, fx, q);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+	assert_unchanged(&before, fx, q);
+
+	/* The plain shrink, without the refill: release still returns all. */
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1 * MIB,
+					       SRSV_DELALLOC_NOFLUSH, &r), 0);
+	ck_assert_int_eq(srsv_rsv_release(fx->rsv, 200 * KIB, NULL), 0);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+	assert_unchanged(&before, fx, q);
+	fx_free(fx);
+}
+END_TEST
+
+/*
+ * The tenant holds less quota than the reservation says (someone released
+ * its DATA): finish fails before any pool transition, the rsv step is put
+ * back, nothing changed; once the quota is there again finish completes.
+ */
+START_TEST(test_finish_quota_taken)
+{
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_delalloc_resv r;
+	struct srsv_quota *q;
+	struct state before, mid;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 64 * MIB, &q), 0);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1 * MIB,
+					       SRSV_DELALLOC_NOFLUSH, &r), 0);
+	ck_assert_int_eq(srsv_quota_release(q, SRSV_QUOTA_DATA, 1 * MIB), 0);
+	mid = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL),
+			 -EINVAL);
+	assert_unchanged(&mid, fx, q);
+	/* The same with META_PREALLOC short. */
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 1 * MIB, 0),
+			 0);
+	ck_assert_int_eq(srsv_quota_release(q, SRSV_QUOTA_META_PREALLOC, 1),
+			 0);
+	mid = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL),
+			 -EINVAL);
+	assert_unchanged(&mid, fx, q);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PREALLOC, 1,
+					    0), 0);
+	ck_assert_int_eq(srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL), 0);
+	assert_finished(&before, fx, q, 1 * MIB, 256 * KIB);
+	fx_free(fx);
+}
+END_TEST
+
+/* ---- -EDEADLK: only when a step would flush or wait ---- */
+
+/*
+ * Run from inside the quota flush callback: what fits at once succeeds;
+ * NORMAL gets -EDEADLK when the quota or a pool would have to flush,
+ * LIMIT when the metadata would; NOFLUSH keeps its -ENOSPC.
+ */
+static void reenter_checks(struct fx *fx)
+{
+	struct srsv_delalloc_resv r;
+	struct srsv_space_info info;
+	uint64_t rest;
+
+	fx->reenter_ret[0] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
+						   SRSV_DELALLOC_NORMAL, &r);
+	if (!fx->reenter_ret[0])
+		srsv_delalloc_release(&r);
+	fx->reenter_ret[1] = srsv_delalloc_reserve(fx->ctx, fx->reenter_full,
+						   64 * KIB,
+						   SRSV_DELALLOC_NORMAL, &r);
+	/* Leave less metadata than one extent's worth. */
+	srsv_space_snapshot(fx->meta, &info, NULL, 0, NULL);
+	rest = info.total - info.used - info.reserved - info.pinned -
+	       info.may_use - 64 * KIB;
+	srsv_space_reserve(fx->meta, rest, SRSV_NO_FLUSH, 0);
+	fx->reenter_ret[2] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
+						   SRSV_DELALLOC_LIMIT, &r);
+	fx->reenter_ret[3] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
+						   SRSV_DELALLOC_NORMAL, &r);
+	fx->reenter_ret[4] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
+						   SRSV_DELALLOC_NOFLUSH, &r);
+	srsv_space_release(fx->meta, rest);
+}
+
+START_TEST(test_deadlk_only_when_waiting)
+{
+	struct fx *fx = fx_new(64 * MIB, 64 * MIB);
+	struct srsv_quota *q, *full;
+	struct state before;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 1 * MIB, &q), 0);
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 2, 1 * MIB, &full), 0);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PERTRANS,
+					    1 * MIB, 0), 0);
+	ck_assert_int_eq(srsv_quota_reserve(full, SRSV_QUOTA_DATA, 1 * MIB,
+					    0), 0);
+	before = state_of(fx, full);
+	fx->reenter_full = full;
+	/* Over the limit: the quota flush callback runs the checks. */
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 4 * KIB, 0),
+			 0);
+	fx->reenter_full = NULL;
+	ck_assert_uint_eq(AO_load(&fx->quota_calls), 1);
+	ck_assert_int_eq(fx->reenter_ret[0], 0);
+	ck_assert_int_eq(fx->reenter_ret[1], -EDEADLK);
+	ck_assert_int_eq(fx->reenter_ret[2], -EDEADLK);
+	ck_assert_int_eq(fx->reenter_ret[3], -EDEADLK);
+	ck_assert_int_eq(fx->reenter_ret[4], -ENOSPC);
+	/* None of them left anything behind. */
+	assert_unchanged(&before, fx, full);
+	ck_assert_uint_eq(AO_load(&fx->space_calls), 0);
+	fx_free(fx);
+}
+END_TEST
+
+/* ---- LIMIT: the caller holds a transaction ---- */
+
+/* The states a FLUSH_LIMIT ticket may ask for (ctx.h's default). */
+static const AO_t priority_mask =
+	(AO_t)1 << SRSV_STATE_DELAYED_ITEMS_NR |
+	(AO_t)1 << SRSV_STATE_DELAYED_ITEMS |
+	(AO_t)1 << SRSV_STATE_RESET_ZONES |
+	(AO_t)1 << SRSV_STATE_ALLOC_CHUNK;
+
+START_TEST(test_limit_mode)
+{
+	struct fx *fx = fx_new(8 * MIB, 8 * MIB);
+	struct srsv_delalloc_resv r;
+	struct srsv_quota *q;
+	struct state before;
+	AO_t seen;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 2 * MIB, &q), 0);
+
+	/* Over quota: -EDQUOT at once, the quota flush is never called. */
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PERTRANS,
+					    2 * MIB - 64 * KIB, 0), 0);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_LIMIT, &r),
+			 -EDQUOT);
+	ck_assert_uint_eq(AO_load(&fx->quota_calls), 0);
+	ck_assert_uint_eq(AO_load(&fx->space_calls), 0);
+	assert_unchanged(&before, fx, q);
+	ck_assert_int_eq(srsv_quota_commit(fx->ctx, NULL), 0);
+
+	/* Data short, though the engine could write back: NO_FLUSH. */
+	ck_assert_int_eq(srsv_space_reserve(fx->data, 8 * MIB - 32 * KIB,
+					    SRSV_NO_FLUSH, 0), 0);
+	AO_store(&fx->data_held, 8 * MIB - 32 * KIB);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_LIMIT, &r),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->space_calls), 0);
+	assert_unchanged(&before, fx, q);
+	AO_store(&fx->data_held, 0);
+	ck_assert_int_eq(srsv_space_release(fx->data, 8 * MIB - 32 * KIB), 0);
+
+	/* Metadata short, and the engine can free some with a cheap state:
+	 * NOFLUSH fails, LIMIT flushes in this thread and gets it. */
+	ck_assert_int_eq(srsv_space_reserve(fx->meta, 8 * MIB - 64 * KIB,
+					    SRSV_NO_FLUSH, 0), 0);
+	AO_store(&fx->meta_held, 8 * MIB - 64 * KIB);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_NOFLUSH, &r),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->space_calls), 0);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_LIMIT, &r), 0);
+	ck_assert_uint_ge(AO_load(&fx->space_calls), 1);
+	ck_assert_uint_eq(AO_load(&fx->meta_held), 0);
+	seen = AO_load(&fx->meta_states);
+	ck_assert_uint_ne(seen, 0);
+	/* Only the cheap states: never a commit, never delalloc. */
+	ck_assert_uint_eq(seen & ~priority_mask, 0);
+	ck_assert_uint_eq(AO_load(&fx->data_states), 0);
+	ck_assert_uint_eq(AO_load(&fx->quota_calls), 0);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+
+	/* Metadata short and nothing to free: -ENOSPC after the cheap
+	 * states, everything given back. */
+	AO_store(&fx->meta_states, 0);
+	ck_assert_int_eq(srsv_space_reserve(fx->meta, 8 * MIB - 64 * KIB,
+					    SRSV_NO_FLUSH, 0), 0);
+	before = state_of(fx, q);
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_LIMIT, &r),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->meta_states) & ~priority_mask, 0);
+	assert_unchanged(&before, fx, q);
+	ck_assert_uint_eq(AO_load(&fx->quota_calls), 0);
 	fx_free(fx);
 }
 END_TEST
@@ -1033,7 +1462,7 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1, 0, NULL),
 			 -EINVAL);
 	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1,
-				(enum srsv_delalloc_mode)3, &r), -EINVAL);
+				SRSV_DELALLOC_MODE_COUNT, &r), -EINVAL);
 	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 1,
 				(enum srsv_delalloc_mode)-1, &r), -EINVAL);
 	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, foreign, 1,
@@ -1224,6 +1653,8 @@ static Suite *delalloc_suite(void)
 	tcase_add_test(modes, test_mixed);
 	tcase_add_test(modes, test_normal_flushes_noflush_does_not);
 	tcase_add_test(modes, test_normal_quota_flush);
+	tcase_add_test(modes, test_limit_mode);
+	tcase_add_test(modes, test_deadlk_only_when_waiting);
 	tcase_add_test(modes, test_bad_input);
 	tcase_add_test(modes, test_concurrent_writers);
 	suite_add_tcase(s, modes);
@@ -1240,6 +1671,11 @@ static Suite *delalloc_suite(void)
 	suite_add_tcase(s, nowait);
 
 	tcase_add_test(undo, test_fault_each_step);
+	tcase_add_test(undo, test_finish_fault_each_step);
+	tcase_add_test(undo, test_release_fault);
+	tcase_add_test(undo, test_shared_rsv_drained);
+	tcase_add_test(undo, test_shared_rsv_shrunk);
+	tcase_add_test(undo, test_finish_quota_taken);
 	suite_add_tcase(s, undo);
 	return s;
 }

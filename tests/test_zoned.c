@@ -3,23 +3,35 @@
  * Zoned devices (issue 5, seed 004): zone groups, the active-zone limit with
  * reserved tokens, finish and finish-one, the allocator hint on hand-built
  * layouts, free-below-write-pointer accounting against the pool snapshot,
- * RESET_ZONES granting a queued ticket, RECLAIM_ZONES' bounded batch, the
- * zone-aligned overcommit, and hints racing activations and finishes.
+ * RESET_ZONES granting a queued ticket, both passes bounded by their batch
+ * and stopping at the wanted bytes, passes that look only at candidates,
+ * the zone-aligned overcommit, hints racing activations and finishes, and
+ * the allocator path (hint, activate, alloc) going on while a pool lock is
+ * held elsewhere or a pass waits in an engine callback.
  *
- * Public API only (links the shared library).  Deterministic tests use a
- * manual-mode ctx; the race test uses real threads and a fixed amount of
- * work, so it is bounded without timing anything.
+ * White-box (links the static library): two tests hold a pool lock from
+ * another thread and run flush passes directly (srsv__zoned_flush()).
+ * Deterministic tests use a manual-mode ctx; the threaded tests use real
+ * threads, a fixed amount of work and flags, never a duration: the only
+ * time limit is a generous deadline that turns a regression (a deadlock)
+ * into a failure instead of a hang.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <check.h>
 
 #include <libspacersv/spacersv.h>
+
+#include "internal.h"	/* struct srsv_space (its lock), srsv__zoned_flush */
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
@@ -886,6 +898,13 @@ START_TEST(test_reset_callback_failure)
 	ck_assert_uint_eq(ginfo(g1).alloc_offset, ZONE);
 	ck_assert(!ginfo(g1).busy);
 	ck_assert_uint_eq(zinfo(ctx).resets, 0);
+	/* The group is still a candidate: once the device accepts, the
+	 * next pass resets it. */
+	log.fail = 0;
+	ck_assert_uint_eq(srsv__zoned_flush(ms, SRSV_STATE_RESET_ZONES, 0),
+			  ZONE);
+	ck_assert_uint_eq(ginfo(g1).alloc_offset, 0);
+	ck_assert_uint_eq(zinfo(ctx).resets, 1);
 	srsv_ctx_destroy(ctx);
 }
 END_TEST
@@ -902,27 +921,56 @@ static int on_relocate(struct srsv_zone_group *g, void *user)
 	if (log->relocations < 16)
 		log->relocated[log->relocations] = g;
 	log->relocations++;
+	if (log->fail)
+		return log->fail;	/* moved nothing */
 	/* Move the live data away (a real engine writes it to a reloc
 	 * group first) and free it here. */
 	return srsv_zone_group_free(g, gi.used);
 }
 
+/* Relocations counted at each RECLAIM_ZONES flush callback, which runs
+ * right after the library's pass for that state. */
+struct pass_log {
+	struct reset_log log;		/* first: on_reset/on_relocate use it */
+	unsigned passes;
+	unsigned at_pass[32];		/* resets or relocations so far */
+};
+
+static int log_passes(struct srsv_space *space, enum srsv_flush_state state,
+		      uint64_t bytes, bool for_preempt, void *user)
+{
+	struct pass_log *pl = user;
+
+	(void)space; (void)bytes; (void)for_preempt;
+	if (pl->passes < 32 && state == SRSV_STATE_RESET_ZONES)
+		pl->at_pass[pl->passes++] = pl->log.resets;
+	if (pl->passes < 32 && state == SRSV_STATE_RECLAIM_ZONES)
+		pl->at_pass[pl->passes++] = pl->log.relocations;
+	return -EOPNOTSUPP;
+}
+
+/* Work done by pass @i of @pl. */
+static unsigned pass_work(const struct pass_log *pl, unsigned i)
+{
+	return pl->at_pass[i] - (i ? pl->at_pass[i - 1] : 0);
+}
+
 START_TEST(test_reclaim_batch)
 {
-	struct reset_log log = { 0 };
+	struct pass_log pl = { 0 };
 	struct srsv_config cfg;
 	struct srsv_ctx *ctx;
 	struct srsv_space *ds;
 	struct srsv_zone_group *g[8];
-	struct srsv_space_info s0;
+	struct srsv_space_info s0, s1;
 	struct srsv_ticket t;
 	/* Live MiB per group: 7 sparse (<= 25% of 256 MiB), one dense. */
 	const uint64_t live[8] = { 60, 10, 50, 200, 20, 40, 30, 5 };
 
 	ck_assert_int_eq(srsv_config_init(&cfg), 0);
 	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_ZONED | SRSV_CTX_NO_PREEMPT;
-	cfg.flush = count_flush;
-	cfg.user = &log;
+	cfg.flush = log_passes;
+	cfg.user = &pl;
 	cfg.zone_bytes = ZONE;
 	/* Only the zone states, so that the pass is the whole walk. */
 	cfg.async_data_states.nr = 1;
@@ -941,25 +989,646 @@ START_TEST(test_reclaim_batch)
 	s0 = snap(ctx, SRSV_POOL_DATA);
 	ck_assert_uint_eq(accounted(&s0), s0.total);
 
-	ck_assert_int_eq(srsv_ticket_reserve(ds, &t, ZONE, SRSV_FLUSH_DATA, 0),
-			 -EINPROGRESS);
+	/* Six zones wanted, 7 candidates: the pass stops at the batch. */
+	ck_assert_int_eq(srsv_ticket_reserve(ds, &t, 6 * ZONE,
+					     SRSV_FLUSH_DATA, 0), -EINPROGRESS);
 	ck_assert_int_ge(srsv_ctx_run_pending(ctx), 1);
-	ck_assert_int_eq(srsv_ticket_wait(&t, 0), 0);
+	ck_assert_uint_ge(pl.passes, 1);
+	ck_assert_uint_eq(pass_work(&pl, 0), SRSV_ZONED_RECLAIM_BATCH);
+	for (unsigned i = 1; i < pl.passes; i++)
+		ck_assert_uint_le(pass_work(&pl, i), SRSV_ZONED_RECLAIM_BATCH);
 	/* One pass: the 5 sparsest, least live data first; the dense group
 	 * and the two next-sparsest were left alone. */
-	ck_assert_uint_eq(log.relocations, SRSV_ZONED_RECLAIM_BATCH);
-	ck_assert_ptr_eq(log.relocated[0], g[7]);
-	ck_assert_ptr_eq(log.relocated[1], g[1]);
-	ck_assert_ptr_eq(log.relocated[2], g[4]);
-	ck_assert_ptr_eq(log.relocated[3], g[6]);
-	ck_assert_ptr_eq(log.relocated[4], g[5]);
+	ck_assert_uint_eq(pl.log.relocations, SRSV_ZONED_RECLAIM_BATCH);
+	ck_assert_ptr_eq(pl.log.relocated[0], g[7]);
+	ck_assert_ptr_eq(pl.log.relocated[1], g[1]);
+	ck_assert_ptr_eq(pl.log.relocated[2], g[4]);
+	ck_assert_ptr_eq(pl.log.relocated[3], g[6]);
+	ck_assert_ptr_eq(pl.log.relocated[4], g[5]);
 	ck_assert_uint_eq(zinfo(ctx).relocations, 5);
 	ck_assert_uint_eq(zinfo(ctx).resets, 5);
 	ck_assert_uint_eq(ginfo(g[7]).alloc_offset, 0);
 	ck_assert_uint_eq(ginfo(g[2]).used, 50 * MIB);
 	ck_assert_uint_eq(ginfo(g[0]).used, 60 * MIB);
 	ck_assert_uint_eq(ginfo(g[3]).used, 200 * MIB);
+	/* Five zones came back, not six: the walk gave up on the ticket. */
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), -ENOSPC);
+
+	/* Fill the five zones; then one zone wanted: one relocation, the
+	 * sparsest left (g2), and g0 stays as it is. */
+	s1 = snap(ctx, SRSV_POOL_DATA);
+	ck_assert_uint_eq(s1.total - accounted(&s1), 5 * ZONE);
+	ck_assert_int_eq(srsv_space_reserve(ds, 5 * ZONE, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_ticket_reserve(ds, &t, ZONE, SRSV_FLUSH_DATA, 0),
+			 -EINPROGRESS);
+	ck_assert_int_ge(srsv_ctx_run_pending(ctx), 1);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), 0);
+	ck_assert_uint_eq(pl.log.relocations, SRSV_ZONED_RECLAIM_BATCH + 1);
+	ck_assert_ptr_eq(pl.log.relocated[5], g[2]);
+	ck_assert_uint_eq(ginfo(g[2]).alloc_offset, 0);
+	ck_assert_uint_eq(ginfo(g[0]).used, 60 * MIB);
+	ck_assert_uint_eq(ginfo(g[0]).alloc_offset, ZONE);
 	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A relocation that fails leaves the group a candidate for the next. */
+START_TEST(test_reclaim_callback_failure)
+{
+	struct reset_log log = { .fail = -EIO };
+	struct srsv_ctx *ctx = make_ctx(0, &log);
+	struct srsv_space *ds = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	struct srsv_zone_group *g;
+
+	zoned_init(ctx, 0, NULL, on_relocate);
+	g = add(ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(g), 0);
+	engine_write(ctx, g, SRSV_POOL_DATA, ZONE);
+	ck_assert_int_eq(srsv_zone_group_free(g, ZONE - 10 * MIB), 0);
+
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  0);
+	ck_assert_uint_eq(log.relocations, 1);
+	ck_assert_uint_eq(zinfo(ctx).relocations, 0);
+	ck_assert(!ginfo(g).busy);
+	ck_assert_uint_eq(ginfo(g).used, 10 * MIB);
+
+	log.fail = 0;
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  ZONE);
+	ck_assert_uint_eq(log.relocations, 2);
+	ck_assert_uint_eq(zinfo(ctx).relocations, 1);
+	ck_assert_uint_eq(zinfo(ctx).resets, 1);
+	ck_assert_uint_eq(ginfo(g).alloc_offset, 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+/* RESET_ZONES stops at the bytes wanted, and at the batch. */
+START_TEST(test_reset_batch_and_wanted)
+{
+	enum { NR = SRSV_ZONED_RESET_BATCH + 3 };
+	struct pass_log pl = { 0 };
+	struct srsv_config cfg;
+	struct srsv_ctx *ctx;
+	struct srsv_space *ms;
+	struct srsv_zone_group *g[NR], *spare;
+	struct srsv_space_info s0;
+	struct srsv_ticket t;
+	unsigned resets;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_ZONED | SRSV_CTX_NO_PREEMPT;
+	cfg.flush = log_passes;
+	cfg.user = &pl;
+	cfg.zone_bytes = ZONE;
+	cfg.async_metadata_states.nr = 1;
+	cfg.async_metadata_states.states[0] = SRSV_STATE_RESET_ZONES;
+	ctx = make_ctx_cfg(&cfg);
+	ms = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	ck_assert_int_eq(srsv_ctx_set_unallocated(ctx, 0), 0);
+	zoned_init(ctx, 0, on_reset, NULL);
+	/* NR groups written in full and freed: every one can be reset. */
+	for (int i = 0; i < NR; i++) {
+		g[i] = add(ctx, SRSV_ZONE_METADATA, (uint64_t)i * ZONE, ZONE,
+			   ZONE);
+		ck_assert_int_eq(srsv_zone_group_activate(g[i]), 0);
+		engine_write(ctx, g[i], SRSV_POOL_METADATA, ZONE);
+		ck_assert_int_eq(srsv_zone_group_free(g[i], ZONE), 0);
+	}
+	/* One empty group, all of it reserved: the pool is full. */
+	spare = add(ctx, SRSV_ZONE_METADATA, (uint64_t)NR * ZONE, ZONE, ZONE);
+	(void)spare;
+	s0 = snap(ctx, SRSV_POOL_METADATA);
+	ck_assert_uint_eq(s0.zone_unusable, NR * ZONE);
+	ck_assert_int_eq(srsv_space_reserve(ms, s0.total - accounted(&s0),
+					    SRSV_NO_FLUSH, 0), 0);
+
+	/* 128 MiB wanted: one reset is enough, and the only one. */
+	ck_assert_int_eq(srsv_ticket_reserve(ms, &t, 128 * MIB,
+					     SRSV_FLUSH_ALL, 0), -EINPROGRESS);
+	ck_assert_int_ge(srsv_ctx_run_pending(ctx), 1);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), 0);
+	ck_assert_uint_eq(pl.passes, 1);
+	ck_assert_uint_eq(pl.log.resets, 1);
+	ck_assert_uint_eq(zinfo(ctx).resets, 1);
+	ck_assert_ptr_eq(pl.log.last, g[0]);	/* queue order */
+	ck_assert_uint_eq(ginfo(g[1]).alloc_offset, ZONE);
+	ck_assert_uint_eq(snap(ctx, SRSV_POOL_METADATA).zone_unusable,
+			  (NR - 1) * ZONE);
+
+	/* NR - 1 zones wanted (128 MiB are free): every group must be reset,
+	 * but one pass resets at most the batch; the walk's next pass does
+	 * the rest. */
+	ck_assert_int_eq(srsv_ticket_reserve(ms, &t, (NR - 1) * ZONE,
+					     SRSV_FLUSH_ALL, 0), -EINPROGRESS);
+	ck_assert_int_ge(srsv_ctx_run_pending(ctx), 1);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), 0);
+	ck_assert_uint_ge(pl.passes, 3);
+	ck_assert_uint_eq(pass_work(&pl, 1), SRSV_ZONED_RESET_BATCH);
+	resets = pass_work(&pl, 1);
+	for (unsigned i = 2; i < pl.passes; i++) {
+		ck_assert_uint_le(pass_work(&pl, i), SRSV_ZONED_RESET_BATCH);
+		resets += pass_work(&pl, i);
+	}
+	ck_assert_uint_eq(resets, NR - 1);
+	ck_assert_uint_eq(zinfo(ctx).resets, NR);
+	ck_assert_uint_eq(snap(ctx, SRSV_POOL_METADATA).zone_unusable, 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ---- passes look only at candidates (M1: no walk over the device) ---- */
+
+START_TEST(test_flush_looks_at_candidates_only)
+{
+	enum { DENSE = 200 };
+	struct reset_log log = { 0 };
+	struct srsv_ctx *ctx = make_ctx(0, &log);
+	struct srsv_space *ds = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	struct srsv_zone_group *a, *b, *c, *d, *e;
+	struct srsv_zoned_info z0, z1;
+	uint64_t at = 0;
+
+	zoned_init(ctx, 0, on_reset, on_relocate);
+	/* A device of full, dense groups: no candidates among them. */
+	for (int i = 0; i < DENSE; i++, at += ZONE) {
+		struct srsv_zone_group *g = add(ctx, SRSV_ZONE_DATA, at, ZONE,
+						ZONE);
+
+		ck_assert_int_eq(srsv_zone_group_activate(g), 0);
+		engine_write(ctx, g, SRSV_POOL_DATA, ZONE);
+	}
+	/* One candidate through each transition that can make one. */
+	a = add(ctx, SRSV_ZONE_DATA, at, ZONE, ZONE);		/* free */
+	ck_assert_int_eq(srsv_zone_group_activate(a), 0);
+	engine_write(ctx, a, SRSV_POOL_DATA, ZONE);
+	ck_assert_int_eq(srsv_zone_group_free(a, ZONE), 0);
+	at += ZONE;
+	b = add(ctx, SRSV_ZONE_DATA, at, ZONE, ZONE);		/* finish */
+	ck_assert_int_eq(srsv_zone_group_activate(b), 0);
+	ck_assert_int_eq(srsv_zone_group_finish(b), 0);
+	at += ZONE;
+	c = add(ctx, SRSV_ZONE_DATA, at, ZONE, ZONE);		/* abandon */
+	ck_assert_int_eq(srsv_zone_group_activate(c), 0);
+	ck_assert_int_eq(srsv_space_reserve(ds, ZONE, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_zone_group_alloc(c, ZONE, NULL), 0);
+	ck_assert_int_eq(srsv_space_alloc(ds, ZONE), 0);
+	ck_assert_int_eq(srsv_zone_group_abandon(c, ZONE), 0);
+	at += ZONE;
+	/* d: freed while active, then filled: sparse when its last write
+	 * lands (61 MiB live). */
+	d = add(ctx, SRSV_ZONE_DATA, at, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(d), 0);
+	engine_write(ctx, d, SRSV_POOL_DATA, 200 * MIB);
+	ck_assert_int_eq(srsv_zone_group_free(d, 195 * MIB), 0);
+	engine_write(ctx, d, SRSV_POOL_DATA, 56 * MIB);
+	at += ZONE;
+	/* e: full, then freed down to 20 MiB live: sparse by the free. */
+	e = add(ctx, SRSV_ZONE_DATA, at, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(e), 0);
+	engine_write(ctx, e, SRSV_POOL_DATA, ZONE);
+	ck_assert_int_eq(srsv_zone_group_free(e, ZONE - 20 * MIB), 0);
+
+	z0 = zinfo(ctx);
+	ck_assert_uint_eq(z0.nr_groups, DENSE + 5);
+	/* RESET_ZONES (no target: a batch) finds exactly a, b, c. */
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RESET_ZONES, 0),
+			  3 * ZONE);
+	z1 = zinfo(ctx);
+	ck_assert_uint_eq(z1.resets - z0.resets, 3);
+	ck_assert_uint_eq(z1.flush_groups_looked - z0.flush_groups_looked, 3);
+	ck_assert_uint_eq(ginfo(a).alloc_offset, 0);
+	ck_assert_uint_eq(ginfo(b).alloc_offset, 0);
+	ck_assert_uint_eq(ginfo(c).alloc_offset, 0);
+
+	/* RECLAIM_ZONES finds exactly d and e, sparsest first. */
+	z0 = z1;
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  2 * ZONE);
+	z1 = zinfo(ctx);
+	ck_assert_uint_eq(z1.relocations - z0.relocations, 2);
+	ck_assert_uint_eq(z1.flush_groups_looked - z0.flush_groups_looked, 2);
+	ck_assert_ptr_eq(log.relocated[0], e);
+	ck_assert_ptr_eq(log.relocated[1], d);
+
+	/* Nothing left: both passes look at nothing. */
+	z0 = z1;
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RESET_ZONES, 0), 0);
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  0);
+	z1 = zinfo(ctx);
+	ck_assert_uint_eq(z1.flush_groups_looked, z0.flush_groups_looked);
+	ck_assert_uint_eq(snap(ctx, SRSV_POOL_DATA).zone_unusable, 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ---- the allocator path never waits for a pool lock or a pass ---- */
+
+/*
+ * A deadline far beyond any legitimate wait: it only turns a regression
+ * (a thread that waits for a lock the test holds) into a failure instead
+ * of a hang.  Nothing is asserted about how long anything took.
+ */
+#define DEADLOCK_NS (UINT64_C(20) * 1000000000)
+
+static void deadline_in(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ns / 1000000000);
+	ts->tv_nsec += (long)(ns % 1000000000);
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
+/* A flag with a condition, waited for with the deadlock deadline. */
+struct flag {
+	pthread_mutex_t mutex;
+	pthread_cond_t cond;
+	bool set;
+};
+
+static void flag_init(struct flag *f)
+{
+	pthread_condattr_t attr;
+
+	ck_assert_int_eq(pthread_mutex_init(&f->mutex, NULL), 0);
+	ck_assert_int_eq(pthread_condattr_init(&attr), 0);
+	ck_assert_int_eq(pthread_condattr_setclock(&attr, CLOCK_MONOTONIC), 0);
+	ck_assert_int_eq(pthread_cond_init(&f->cond, &attr), 0);
+	pthread_condattr_destroy(&attr);
+	f->set = false;
+}
+
+static void flag_destroy(struct flag *f)
+{
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->mutex);
+}
+
+static void flag_set(struct flag *f)
+{
+	pthread_mutex_lock(&f->mutex);
+	f->set = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->mutex);
+}
+
+/* Wait for @f until the deadlock deadline; returns whether it is set. */
+static bool flag_wait(struct flag *f)
+{
+	struct timespec ts;
+	bool set;
+
+	deadline_in(&ts, DEADLOCK_NS);
+	pthread_mutex_lock(&f->mutex);
+	while (!f->set &&
+	       pthread_cond_timedwait(&f->cond, &f->mutex, &ts) == 0)
+		;
+	set = f->set;
+	pthread_mutex_unlock(&f->mutex);
+	return set;
+}
+
+/* Is thread @tid of this process asleep (blocked, e.g. on a mutex)? */
+static bool thread_sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* "tid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Wait (bounded) until thread @tid sleeps. */
+static bool wait_sleeping(pid_t tid)
+{
+	const struct timespec tick = { 0, 1000000 };	/* 1 ms polls */
+	struct timespec end, now;
+
+	deadline_in(&end, DEADLOCK_NS);
+	for (;;) {
+		if (thread_sleeping(tid))
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			return false;
+		nanosleep(&tick, NULL);
+	}
+}
+
+struct pool_held {
+	struct srsv_ctx *ctx;
+	struct srsv_zone_group *open, *idle, *added;
+	volatile pid_t adder_tid;	/* set before the add */
+	int add_ret;
+	struct flag adder_started, allocator_done;
+	int hint_ret, activate_ret, alloc_ret, written_ret;
+	struct srsv_zone_group *hinted;
+};
+
+/* Registers a group: must wait for the pool lock the test holds. */
+static void *adder(void *arg)
+{
+	struct pool_held *h = arg;
+
+	h->adder_tid = (pid_t)syscall(SYS_gettid);
+	flag_set(&h->adder_started);
+	h->add_ret = srsv_zone_group_add(h->ctx, SRSV_ZONE_DATA, 8 * ZONE,
+					 ZONE, ZONE, &h->added);
+	return NULL;
+}
+
+/* The allocator path: must not need the pool lock. */
+static void *allocator(void *arg)
+{
+	struct pool_held *h = arg;
+
+	h->hint_ret = srsv_zone_hint(h->ctx, SRSV_ZONE_DATA, MIB, &h->hinted);
+	h->activate_ret = srsv_zone_group_activate(h->idle);
+	/* Fill the open group: it leaves the active list (list lock). */
+	h->alloc_ret = srsv_zone_group_alloc(h->open, ZONE, NULL);
+	h->written_ret = srsv_zone_group_written(h->open, ZONE);
+	flag_set(&h->allocator_done);
+	return NULL;
+}
+
+/*
+ * M3: a registration waiting for a pool lock must not hold up the hint.
+ * The test holds the data pool's lock, a thread registers a group (and
+ * blocks on that lock), then another thread runs hint, activate, alloc and
+ * written; they must all complete while the test still holds the lock.
+ */
+START_TEST(test_hint_while_pool_locked)
+{
+	struct pool_held h = { 0 };
+	struct srsv_space *ds;
+	pthread_t add_th, alloc_th;
+	bool done_while_held;
+	uint64_t total0;
+
+	h.ctx = make_ctx(0, NULL);
+	ds = srsv_ctx_space(h.ctx, SRSV_POOL_DATA);
+	zoned_init(h.ctx, 0, NULL, NULL);
+	h.open = add(h.ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE);
+	h.idle = add(h.ctx, SRSV_ZONE_DATA, ZONE, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(h.open), 0);
+	total0 = snap(h.ctx, SRSV_POOL_DATA).total;
+	flag_init(&h.adder_started);
+	flag_init(&h.allocator_done);
+
+	srsv__lock(&ds->lock);
+	ck_assert_int_eq(pthread_create(&add_th, NULL, adder, &h), 0);
+	ck_assert(flag_wait(&h.adder_started));
+	/* The adder sleeps: it waits for the pool lock. */
+	ck_assert(wait_sleeping(h.adder_tid));
+	ck_assert_int_eq(pthread_create(&alloc_th, NULL, allocator, &h), 0);
+	done_while_held = flag_wait(&h.allocator_done);
+	srsv__unlock(&ds->lock);
+	pthread_join(alloc_th, NULL);
+	pthread_join(add_th, NULL);
+
+	ck_assert_msg(done_while_held,
+		      "the allocator path waited for a pool lock");
+	ck_assert_int_eq(h.hint_ret, 0);
+	ck_assert_ptr_eq(h.hinted, h.open);
+	ck_assert_int_eq(h.activate_ret, 0);
+	ck_assert_int_eq(h.alloc_ret, 0);
+	ck_assert_int_eq(h.written_ret, 0);
+	ck_assert(!ginfo(h.open).open && !ginfo(h.open).active);
+	ck_assert(ginfo(h.idle).open);
+	ck_assert_int_eq(h.add_ret, 0);
+	ck_assert_ptr_nonnull(h.added);
+	ck_assert_uint_eq(snap(h.ctx, SRSV_POOL_DATA).total - total0, ZONE);
+	ck_assert_uint_eq(zinfo(h.ctx).nr_groups, 3);
+	flag_destroy(&h.adder_started);
+	flag_destroy(&h.allocator_done);
+	srsv_ctx_destroy(h.ctx);
+}
+END_TEST
+
+struct parked {
+	struct flush_log flush;		/* first: count_flush's view */
+	struct srsv_space *ds;
+	struct srsv_zone_group *first;	/* the group the pass parks on */
+	struct flag in_callback, release;
+	bool timed_out;
+	unsigned calls;			/* atomic */
+	uint64_t freed;			/* by the parked pass */
+};
+
+/* zone_reset: the first call parks until the test releases it. */
+static int park_reset(struct srsv_zone_group *g, void *user)
+{
+	struct parked *p = user;
+
+	if (__atomic_fetch_add(&p->calls, 1, __ATOMIC_RELAXED))
+		return 0;
+	p->first = g;
+	flag_set(&p->in_callback);
+	p->timed_out = !flag_wait(&p->release);
+	return 0;
+}
+
+static void *parked_pass(void *arg)
+{
+	struct parked *p = arg;
+
+	/* One byte wanted: this pass resets one group, the parked one. */
+	p->freed = srsv__zoned_flush(p->ds, SRSV_STATE_RESET_ZONES, 1);
+	return NULL;
+}
+
+/*
+ * M1: a RESET_ZONES pass waiting in the engine's zone_reset holds nothing
+ * the allocator or another pass needs: hint, activate, alloc to full,
+ * written, finish, finish-one, a registration and a second pass all
+ * complete while it is parked, and the second pass does not take the
+ * parked (busy) group.
+ */
+START_TEST(test_pass_does_not_hold_up_allocator)
+{
+	struct parked p = { 0 };
+	struct srsv_ctx *ctx = make_ctx(0, &p);
+	struct srsv_zone_group *r1, *r2, *open, *idle, *part, *got, *other;
+	struct srsv_zoned_info zi;
+	pthread_t th;
+	bool parked;
+
+	p.ds = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	flag_init(&p.in_callback);
+	flag_init(&p.release);
+	zoned_init(ctx, 0, park_reset, NULL);
+	r1 = add(ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE);
+	r2 = add(ctx, SRSV_ZONE_DATA, ZONE, ZONE, ZONE);
+	for (int i = 0; i < 2; i++) {
+		struct srsv_zone_group *r = i ? r2 : r1;
+
+		ck_assert_int_eq(srsv_zone_group_activate(r), 0);
+		engine_write(ctx, r, SRSV_POOL_DATA, ZONE);
+		ck_assert_int_eq(srsv_zone_group_free(r, ZONE), 0);
+	}
+	open = add(ctx, SRSV_ZONE_DATA, 2 * ZONE, ZONE, ZONE);
+	idle = add(ctx, SRSV_ZONE_DATA, 3 * ZONE, ZONE, ZONE);
+	part = add(ctx, SRSV_ZONE_DATA, 4 * ZONE, ZONE, ZONE);
+	other = add(ctx, SRSV_ZONE_DATA, 5 * ZONE, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(open), 0);
+	ck_assert_int_eq(srsv_zone_group_activate(part), 0);
+	ck_assert_int_eq(srsv_zone_group_activate(other), 0);
+	engine_write(ctx, part, SRSV_POOL_DATA, 10 * MIB);
+	engine_write(ctx, other, SRSV_POOL_DATA, 20 * MIB);
+
+	ck_assert_int_eq(pthread_create(&th, NULL, parked_pass, &p), 0);
+	parked = flag_wait(&p.in_callback);
+	if (parked) {
+		ck_assert_ptr_eq(p.first, r1);		/* queue order */
+		ck_assert(ginfo(r1).busy);
+		/* The allocator path. */
+		ck_assert_int_eq(srsv_zone_hint(ctx, SRSV_ZONE_DATA, MIB, &got),
+				 0);
+		ck_assert_ptr_eq(got, open);
+		ck_assert_int_eq(srsv_zone_group_activate(idle), 0);
+		ck_assert_int_eq(srsv_zone_group_alloc(open, ZONE, NULL), 0);
+		ck_assert_int_eq(srsv_zone_group_written(open, ZONE), 0);
+		ck_assert_int_eq(srsv_zone_group_finish(part), 0);
+		ck_assert_int_eq(srsv_zoned_finish_one(ctx, &got), 0);
+		ck_assert_ptr_eq(got, other);
+		add(ctx, SRSV_ZONE_DATA, 6 * ZONE, ZONE, ZONE);
+		/* A busy group cannot be activated. */
+		ck_assert_int_eq(srsv_zone_group_activate(r1), -EBUSY);
+		/* A second pass resets r2, not the parked r1. */
+		ck_assert_uint_eq(srsv__zoned_flush(p.ds,
+						    SRSV_STATE_RESET_ZONES, 0),
+				  ZONE);
+		ck_assert_uint_eq(ginfo(r2).alloc_offset, 0);
+		ck_assert_uint_eq(ginfo(r1).alloc_offset, ZONE);
+		zi = zinfo(ctx);
+		ck_assert_uint_eq(zi.resets, 1);
+	}
+	flag_set(&p.release);
+	pthread_join(th, NULL);
+	ck_assert_msg(parked, "the pass never reached its callback");
+	ck_assert_msg(!p.timed_out,
+		      "the test's calls waited for the parked pass");
+	ck_assert_uint_eq(p.freed, ZONE);
+	ck_assert_uint_eq(ginfo(r1).alloc_offset, 0);
+	ck_assert(!ginfo(r1).busy);
+	ck_assert_uint_eq(zinfo(ctx).resets, 2);
+	flag_destroy(&p.in_callback);
+	flag_destroy(&p.release);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+struct two_passes {
+	struct srsv_ctx *ctx;
+	struct srsv_space *ds;
+	struct srsv_zone_group *open, *hinted;
+	volatile pid_t tid[2];
+	struct flag started[2], hinter_done;
+	uint64_t freed[2];
+	int hint_ret;
+};
+
+struct pass_arg {
+	struct two_passes *tp;
+	int i;
+};
+
+static void *reset_pass(void *arg)
+{
+	struct pass_arg *a = arg;
+	struct two_passes *tp = a->tp;
+
+	tp->tid[a->i] = (pid_t)syscall(SYS_gettid);
+	flag_set(&tp->started[a->i]);
+	tp->freed[a->i] = srsv__zoned_flush(tp->ds, SRSV_STATE_RESET_ZONES, 1);
+	return NULL;
+}
+
+static void *hinter(void *arg)
+{
+	struct two_passes *tp = arg;
+
+	tp->hint_ret = srsv_zone_hint(tp->ctx, SRSV_ZONE_DATA, MIB,
+				      &tp->hinted);
+	flag_set(&tp->hinter_done);
+	return NULL;
+}
+
+/*
+ * M1: passes that wait (here for a pool lock the test holds, as they
+ * would behind any slow pool-lock holder) must not hold up the hint.  The
+ * first pass takes a candidate and blocks giving its capacity back; the
+ * second must not block on that group while holding anything the hint
+ * needs (a walk over every group under the hint's lock did).
+ */
+START_TEST(test_waiting_passes_do_not_hold_up_hint)
+{
+	struct two_passes tp = { 0 };
+	struct pass_arg args[2] = { { &tp, 0 }, { &tp, 1 } };
+	struct srsv_zone_group *r[2];
+	pthread_t pass_th[2], hint_th;
+	bool done_while_held;
+
+	tp.ctx = make_ctx(0, NULL);
+	tp.ds = srsv_ctx_space(tp.ctx, SRSV_POOL_DATA);
+	zoned_init(tp.ctx, 0, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		r[i] = add(tp.ctx, SRSV_ZONE_DATA, (uint64_t)i * ZONE, ZONE,
+			   ZONE);
+		ck_assert_int_eq(srsv_zone_group_activate(r[i]), 0);
+		engine_write(tp.ctx, r[i], SRSV_POOL_DATA, ZONE);
+		ck_assert_int_eq(srsv_zone_group_free(r[i], ZONE), 0);
+	}
+	tp.open = add(tp.ctx, SRSV_ZONE_DATA, 2 * ZONE, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(tp.open), 0);
+	for (int i = 0; i < 2; i++)
+		flag_init(&tp.started[i]);
+	flag_init(&tp.hinter_done);
+
+	srsv__lock(&tp.ds->lock);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_create(&pass_th[i], NULL, reset_pass,
+						&args[i]), 0);
+		ck_assert(flag_wait(&tp.started[i]));
+		/* Asleep: blocked inside the pass. */
+		ck_assert(wait_sleeping(tp.tid[i]));
+	}
+	ck_assert_int_eq(pthread_create(&hint_th, NULL, hinter, &tp), 0);
+	done_while_held = flag_wait(&tp.hinter_done);
+	srsv__unlock(&tp.ds->lock);
+	pthread_join(hint_th, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(pass_th[i], NULL);
+
+	ck_assert_msg(done_while_held, "the hint waited for a flush pass");
+	ck_assert_int_eq(tp.hint_ret, 0);
+	ck_assert_ptr_eq(tp.hinted, tp.open);
+	/* Each pass reset one group: they did not take the same one. */
+	ck_assert_uint_eq(tp.freed[0], ZONE);
+	ck_assert_uint_eq(tp.freed[1], ZONE);
+	ck_assert_uint_eq(zinfo(tp.ctx).resets, 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(ginfo(r[i]).alloc_offset, 0);
+		flag_destroy(&tp.started[i]);
+	}
+	flag_destroy(&tp.hinter_done);
+	srsv_ctx_destroy(tp.ctx);
 }
 END_TEST
 
@@ -1216,6 +1885,200 @@ START_TEST(test_concurrent_hints)
 }
 END_TEST
 
+/* ---- passes racing writers, frees and finishes ---- */
+
+#define CHURN_GROUPS 24
+/* Allocations per writer: two writers write 375 MiB into a 96 MiB pool,
+ * so the passes must give space back for them to finish. */
+#define CHURN_UNITS 3000
+/* Attempts per writer before it reports no progress: far above what the
+ * test needs, it only bounds a livelock. */
+#define CHURN_TRIES (1000 * CHURN_UNITS)
+
+struct churn {
+	struct srsv_ctx *ctx;
+	struct srsv_space *ds;
+	struct srsv_zone_group *g[CHURN_GROUPS];
+	unsigned next;			/* atomic: next group to activate */
+	unsigned writers_left;		/* atomic */
+	unsigned bad;			/* atomic */
+};
+
+static void churn_fail(struct churn *c)
+{
+	__atomic_fetch_add(&c->bad, 1, __ATOMIC_RELAXED);
+}
+
+/* Relocation: free what is live (a concurrent free may beat it: then the
+ * amount is stale and the free refuses, which a pass must cope with). */
+static int churn_relocate(struct srsv_zone_group *g, void *user)
+{
+	struct srsv_zone_group_info gi;
+
+	(void)user;
+	if (srsv_zone_group_info(g, &gi) || !gi.busy)
+		return -EIO;
+	return gi.used ? srsv_zone_group_free(g, gi.used) : 0;
+}
+
+/* Write units and free nine in ten of them at once: groups fill, leave
+ * the list and become reset or reclaim candidates while passes run. */
+static void *churn_writer(void *arg)
+{
+	struct churn *c = arg;
+	unsigned n = 0;
+
+	for (unsigned tries = 0; n < CHURN_UNITS; tries++) {
+		struct srsv_zone_group *g;
+		int ret;
+
+		if (tries == CHURN_TRIES) {
+			churn_fail(c);
+			break;
+		}
+		ret = srsv_zone_hint(c->ctx, SRSV_ZONE_DATA, RACE_UNIT, &g);
+
+		if (ret == -ENOSPC) {
+			unsigned i = __atomic_fetch_add(&c->next, 1,
+							__ATOMIC_RELAXED);
+
+			ret = srsv_zone_group_activate(c->g[i % CHURN_GROUPS]);
+			if (ret && ret != -EBUSY && ret != -ENOSPC)
+				churn_fail(c);
+			if (ret)
+				sched_yield();
+			continue;
+		}
+		if (ret) {
+			churn_fail(c);
+			break;
+		}
+		if (srsv_space_reserve(c->ds, RACE_UNIT, SRSV_NO_FLUSH, 0)) {
+			sched_yield();		/* passes give space back */
+			continue;
+		}
+		if (srsv_zone_group_alloc(g, RACE_UNIT, NULL)) {
+			if (srsv_space_release(c->ds, RACE_UNIT))
+				churn_fail(c);
+			continue;
+		}
+		if (srsv_space_alloc(c->ds, RACE_UNIT) ||
+		    srsv_zone_group_written(g, RACE_UNIT) ||
+		    srsv_space_commit_used(c->ds, RACE_UNIT))
+			churn_fail(c);
+		/* -EINVAL: a relocation freed this group's live bytes. */
+		if (n++ % 10) {
+			ret = srsv_zone_group_free(g, RACE_UNIT);
+			if (ret && ret != -EINVAL)
+				churn_fail(c);
+		}
+	}
+	__atomic_fetch_sub(&c->writers_left, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *churn_flusher(void *arg)
+{
+	struct churn *c = arg;
+	uint64_t k = 0;
+
+	while (__atomic_load_n(&c->writers_left, __ATOMIC_ACQUIRE)) {
+		/* Targets of 0 (a batch), one unit and a few zones. */
+		srsv__zoned_flush(c->ds, SRSV_STATE_RESET_ZONES,
+				  (k % 3) * RACE_ZONE / 2);
+		srsv__zoned_flush(c->ds, SRSV_STATE_RECLAIM_ZONES,
+				  (k % 2) * RACE_UNIT);
+		k++;
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void *churn_finisher(void *arg)
+{
+	struct churn *c = arg;
+
+	while (__atomic_load_n(&c->writers_left, __ATOMIC_ACQUIRE)) {
+		int ret = srsv_zoned_finish_one(c->ctx, NULL);
+
+		if (ret && ret != -ENOENT && ret != -EBUSY)
+			churn_fail(c);
+		sched_yield();
+	}
+	return NULL;
+}
+
+START_TEST(test_concurrent_passes)
+{
+	enum { WRITERS = 2, FLUSHERS = 2 };
+	struct churn *c = calloc(1, sizeof(*c));
+	pthread_t w[WRITERS], f[FLUSHERS], fin;
+	struct srsv_zoned_config zc;
+	struct srsv_space_info ds;
+	uint64_t sum_used = 0, sum_unusable = 0, got;
+	unsigned active = 0, open = 0, drains = 0;
+
+	ck_assert_ptr_nonnull(c);
+	c->ctx = make_ctx(0, NULL);
+	c->ds = srsv_ctx_space(c->ctx, SRSV_POOL_DATA);
+	ck_assert_int_eq(srsv_zoned_config_init(&zc), 0);
+	zc.max_active_zones = 6;
+	zc.zone_relocate = churn_relocate;
+	ck_assert_int_eq(srsv_zoned_init(c->ctx, &zc), 0);
+	for (int i = 0; i < CHURN_GROUPS; i++)
+		c->g[i] = add(c->ctx, SRSV_ZONE_DATA, (uint64_t)i * RACE_ZONE,
+			      RACE_ZONE, RACE_ZONE);
+	c->writers_left = WRITERS;
+	for (int i = 0; i < WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&w[i], NULL, churn_writer, c),
+				 0);
+	for (int i = 0; i < FLUSHERS; i++)
+		ck_assert_int_eq(pthread_create(&f[i], NULL, churn_flusher, c),
+				 0);
+	ck_assert_int_eq(pthread_create(&fin, NULL, churn_finisher, c), 0);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(w[i], NULL);
+	for (int i = 0; i < FLUSHERS; i++)
+		pthread_join(f[i], NULL);
+	pthread_join(fin, NULL);
+	ck_assert_uint_eq(c->bad, 0);
+	ck_assert_uint_gt(zinfo(c->ctx).resets, 0);
+
+	/* Drain: every candidate must still be on a list (none lost in a
+	 * race), so passes reset all of them.  Each pass gives back at
+	 * least a zone, so this ends. */
+	do {
+		got = srsv__zoned_flush(c->ds, SRSV_STATE_RECLAIM_ZONES, 0);
+		got += srsv__zoned_flush(c->ds, SRSV_STATE_RESET_ZONES, 0);
+		ck_assert_uint_le(++drains, CHURN_GROUPS + 1);
+	} while (got);
+	for (int i = 0; i < CHURN_GROUPS; i++) {
+		struct srsv_zone_group_info gi = ginfo(c->g[i]);
+		bool full = gi.alloc_offset == gi.capacity;
+
+		ck_assert(!gi.busy);
+		ck_assert_uint_eq(gi.reserved, 0);
+		ck_assert_uint_eq(gi.used + gi.zone_unusable, gi.alloc_offset);
+		/* Not active and full: it was sparse or empty, so the drain
+		 * relocated and reset it. */
+		ck_assert_msg(gi.active || !full,
+			      "group %d: a candidate was lost", i);
+		sum_used += gi.used;
+		sum_unusable += gi.zone_unusable;
+		active += gi.active;
+		open += gi.open;
+	}
+	ds = snap(c->ctx, SRSV_POOL_DATA);
+	ck_assert_uint_eq(ds.used, sum_used);
+	ck_assert_uint_eq(ds.zone_unusable, sum_unusable);
+	ck_assert_uint_eq(ds.reserved, 0);
+	ck_assert_uint_eq(zinfo(c->ctx).active, active);
+	ck_assert_uint_eq(zinfo(c->ctx).open, open);
+	srsv_ctx_destroy(c->ctx);
+	free(c);
+}
+END_TEST
+
 static Suite *zoned_suite(void)
 {
 	Suite *s = suite_create("zoned");
@@ -1234,8 +2097,15 @@ static Suite *zoned_suite(void)
 	tcase_add_test(tc, test_reset_grants_ticket);
 	tcase_add_test(tc, test_reset_callback_failure);
 	tcase_add_test(tc, test_reclaim_batch);
+	tcase_add_test(tc, test_reclaim_callback_failure);
+	tcase_add_test(tc, test_reset_batch_and_wanted);
+	tcase_add_test(tc, test_flush_looks_at_candidates_only);
+	tcase_add_test(tc, test_hint_while_pool_locked);
+	tcase_add_test(tc, test_pass_does_not_hold_up_allocator);
+	tcase_add_test(tc, test_waiting_passes_do_not_hold_up_hint);
 	tcase_add_test(tc, test_overcommit_zone_aligned);
 	tcase_add_test(tc, test_concurrent_hints);
+	tcase_add_test(tc, test_concurrent_passes);
 	suite_add_tcase(s, tc);
 	return s;
 }

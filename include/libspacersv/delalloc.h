@@ -60,7 +60,17 @@ enum srsv_delalloc_mode {
 	 * -ENOSPC, never -EDQUOT.
 	 */
 	SRSV_DELALLOC_NOWAIT = 2,
-	SRSV_DELALLOC_MODE_COUNT = 3
+	/**
+	 * For a caller that holds a transaction (btrfs: current->journal_info
+	 * set, research section 6): metadata FLUSH_LIMIT (a priority ticket
+	 * whose cheap flush states run in the calling thread and never
+	 * commit), data NO_FLUSH, quota without flush (nothing may commit:
+	 * the commit would wait for the caller's own transaction).  Fails
+	 * with -EDQUOT or -ENOSPC; may call the space flush callback in the
+	 * calling thread, never the quota flush callback.
+	 */
+	SRSV_DELALLOC_LIMIT = 3,
+	SRSV_DELALLOC_MODE_COUNT = 4
 };
 
 /**
@@ -100,15 +110,20 @@ struct srsv_delalloc_resv {
  * @param[out] resv filled on success; on failure it holds nothing
  * @retval 0 reserved; end it with srsv_delalloc_release() or
  *         srsv_delalloc_finish()
- * @retval -EDQUOT the tenant is over its limit (NORMAL, NOFLUSH)
- * @retval -ENOSPC no data or metadata space (NORMAL, NOFLUSH)
+ * @retval -EDQUOT the tenant is over its limit (NORMAL, NOFLUSH, LIMIT)
+ * @retval -ENOSPC no data or metadata space (NORMAL, NOFLUSH, LIMIT)
  * @retval -EAGAIN NOWAIT and the reservation cannot be made without
  *         blocking, or it would fail with -ENOSPC/-EDQUOT
  * @retval -EINVAL NULL ctx or resv, unknown mode, a quota of another ctx,
  *         a size above ::SRSV_MAX_BYTES or whose metadata cost overflows
- * @retval -EDEADLK NORMAL from inside a flush callback
- * @retval -ESHUTDOWN, the error of srsv_ctx_set_error(): as
- *         srsv_space_reserve()
+ * @retval -EDEADLK called from a flush callback (space or quota) in NORMAL
+ *         or LIMIT mode, and a step would have to flush or wait: the
+ *         tenant is over its limit (NORMAL), or a pool reservation does not
+ *         fit at once (NORMAL: data or metadata; LIMIT: metadata).  What
+ *         fits at once succeeds from a callback too.
+ * @retval -ESHUTDOWN, the error of srsv_ctx_set_error(): a step would have
+ *         to flush or wait (as srsv_space_reserve() and
+ *         srsv_quota_reserve())
  * @note Thread-safe.  With ::SRSV_DELALLOC_NOWAIT it never blocks.  On
  *       failure the pools and the quota are exactly as before (no spill
  *       into other rsvs).
@@ -119,10 +134,20 @@ int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 
 /**
  * The write was cancelled: give back everything @p resv holds (metadata,
- * then data, then quota) and mark it empty.
+ * then data, then quota) and mark it empty.  Always ends @p resv.
+ *
+ * The DELALLOC rsv is shared: if another user drained it (used the bytes
+ * @p resv accounts for) or shrank its size, the metadata cannot be taken
+ * back as such; what is left of this reservation's part of the rsv's size
+ * is dropped instead and the rsv returns what it then holds above its size
+ * (as srsv_rsv_release()).  Either way no byte stays stranded in may_use.
+ *
  * @param resv a reservation from srsv_delalloc_reserve()
  * @retval 0 success
- * @retval -EINVAL NULL, never reserved, or already ended
+ * @retval -EINVAL NULL, never reserved, or already ended (nothing
+ *         changed); or a pool or the tenant held less than @p resv says
+ *         (the counters were wrong before the call): every other step was
+ *         still done and @p resv is ended
  * @note Thread-safe against other reservations; one resv is not to be
  *       ended by two threads at once.  Never sleeps on the quota; the
  *       DELALLOC rsv and the pools are updated with their ordinary locks.
@@ -139,15 +164,27 @@ int srsv_delalloc_release(struct srsv_delalloc_resv *resv);
  * way; the rest of the reservation goes back to the pool.  Quota:
  * META_PREALLOC -> META_PERTRANS (freed at the next commit), DATA -> used.
  *
+ * All or nothing: the steps that can fail (taking the metadata out of the
+ * shared DELALLOC rsv, moving the tenant's quota) run first and are undone
+ * if a later one fails; the pool transitions, which cannot fail while the
+ * caller holds what @p resv says, run last.  After a failure @p resv still
+ * holds everything: retry, or end it with srsv_delalloc_release().
+ *
  * @param resv a reservation from srsv_delalloc_reserve()
  * @param meta_used metadata the write really used, at most
  *        resv->meta_bytes, or ::SRSV_DELALLOC_META_ALL
  * @retval 0 success; @p resv is empty
  * @retval -EINVAL NULL, never reserved, already ended, or @p meta_used
- *         above what was reserved (nothing changed)
+ *         above what was reserved; the DELALLOC rsv's size is smaller than
+ *         @p resv says (another user shrank it); or the tenant holds less
+ *         quota than @p resv says (another user released it).  Nothing
+ *         changed.
  * @retval -ENOSPC the DELALLOC rsv holds less than @p resv says (another
  *         user drained it); nothing changed
- * @note Thread-safe against other reservations; may sleep on locks.
+ * @note Thread-safe against other reservations; may sleep on locks.  If a
+ *       pool transition fails all the same (its counters were wrong before
+ *       the call), the other transitions are still made, -EINVAL is
+ *       returned and @p resv is ended.
  */
 int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
 

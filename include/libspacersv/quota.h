@@ -23,10 +23,14 @@
  *
  * When a tenant hits its limit, the reservation calls the engine's quota
  * flush callback (srsv_config::quota_flush, which typically commits the
- * transaction and so frees META_PERTRANS) and retries exactly once.  Only
- * one quota flush runs at a time in a ctx: a tenant that hits its limit
- * while another flush is running waits for that flush to end and then
- * retries, instead of starting its own.
+ * transaction and so frees META_PERTRANS) and retries once.  Only one
+ * quota flush runs at a time in a ctx: a tenant that hits its limit while
+ * a flush is running waits for that flush to end and retries instead of
+ * starting its own.  If the flush it waited for was another tenant's and
+ * it is still over its limit, it then gets a flush of its own (waiting for
+ * the running flushes to end first) and retries once more: a reservation
+ * runs the callback at most once and retries at most twice.  Waits end
+ * early when the ctx is shut down or put in an error state.
  *
  * The quota is checked before any space is reserved (seed 000's order):
  * a caller that then fails to reserve space gives the quota back.
@@ -131,15 +135,18 @@ int srsv_quota_set_limit(struct srsv_quota *quota, uint64_t limit);
  * Past the limit: with ::SRSV_RESERVE_NOWAIT, -EAGAIN; with
  * ::SRSV_QUOTA_NOFLUSH or without a quota flush callback, -EDQUOT; else the
  * quota flush runs (or the caller waits for the one already running) and
- * the reservation is retried once.
+ * the reservation is retried once; if the flush waited for was another
+ * tenant's and the retry fails, the caller gets a flush of its own tenant
+ * (at most one callback call per reservation) and retries once more.
  *
  * @param quota the tenant
  * @param kind ::srsv_quota_kind
  * @param bytes how much (0 is a no-op; at most ::SRSV_MAX_BYTES)
  * @param flags ::SRSV_RESERVE_NOWAIT, ::SRSV_QUOTA_NOFLUSH
  * @retval 0 reserved
- * @retval -EDQUOT over the limit (after the flush and the retry, unless
- *         NOFLUSH); never with NOWAIT
+ * @retval -EDQUOT over the limit (after the flushes and retries, unless
+ *         NOFLUSH), or the quota flush callback of this call failed (no
+ *         retry then); never with NOWAIT
  * @retval -EAGAIN NOWAIT and the answer needs the quota lock (held by
  *         another thread) or is "over the limit"
  * @retval -EINVAL NULL quota, unknown kind or flag, bytes above
@@ -147,7 +154,12 @@ int srsv_quota_set_limit(struct srsv_quota *quota, uint64_t limit);
  * @retval -EDEADLK the reservation would have to flush and the caller is a
  *         flush callback (space or quota): it would wait on itself
  * @retval -ESHUTDOWN the reservation would have to flush and the ctx is
- *         shut down
+ *         shut down, or it was shut down while the caller waited for
+ *         another thread's quota flush (srsv_ctx_shutdown() wakes such
+ *         waiters within about 10 ms)
+ * @retval <0 the error of srsv_ctx_set_error(): the reservation would have
+ *         to flush or wait and the ctx is in an error state (as
+ *         srsv_space_reserve())
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks: the
  *       quota lock is only try-locked, nothing flushes, nothing waits.  The
  *       flush callback is called in this thread with no library lock held,
@@ -243,20 +255,32 @@ struct srsv_quota_info {
 	/** used + every reserved kind: what the limit is compared with */
 	uint64_t charged;
 	uint64_t flushes;	/**< quota flushes this tenant started */
-	uint64_t flush_waits;	/**< times it waited for another's flush */
+	/** times it waited for a quota flush run by another thread (its
+	 *  own tenant's or another's) */
+	uint64_t flush_waits;
 	uint64_t edquot;	/**< reservations refused past the limit
 				 *   (-EDQUOT, or -EAGAIN for NOWAIT) */
 };
 
 /**
  * Read a tenant's figures consistently (under its lock).
+ *
+ * Every snapshot satisfies
+ *
+ *     charged >= used + reserved[DATA] + reserved[META_PREALLOC]
+ *                + reserved[META_PERTRANS]
+ *
+ * with equality when no lock-free decrease (srsv_quota_release(),
+ * srsv_quota_commit_one() / srsv_quota_commit(), srsv_quota_free_used())
+ * runs concurrently: such a decrease lowers its own figure before
+ * @c charged, and the snapshot may see it between the two.  @c charged is
+ * at most @c limit unless the limit was lowered below it.
+ *
  * @param quota the tenant
  * @param[out] info where to write
  * @retval 0 success
  * @retval -EINVAL NULL argument
- * @note Thread-safe; takes the quota lock (may sleep).  A lock-free
- *       release racing with the snapshot is seen either wholly or not at
- *       all for its kind; @c charged may briefly include it.
+ * @note Thread-safe; takes the quota lock (may sleep).
  */
 int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
 

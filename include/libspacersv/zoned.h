@@ -78,9 +78,22 @@ enum srsv_zone_kind {
  * reclaim pass at 5 block groups: an unbounded sweep relocated every
  * candidate in one go and held the flusher long enough to trigger hung-task
  * warnings; a ticket waiting behind it is better served by several short
- * passes.
+ * passes.  A pass also stops as soon as the bytes it gave back (groups the
+ * relocation emptied and that were reset) reach what the flush asked for.
  */
 #define SRSV_ZONED_RECLAIM_BATCH 5
+
+/**
+ * Most groups one RESET_ZONES pass resets.  A pass also stops as soon as
+ * the bytes it gave back reach what the flush asked for (one zone usually
+ * covers a ticket), so this bounds only large or unnamed targets.
+ * RESET_ZONES is part of the priority walk, i.e. it runs in a reserving
+ * thread that may hold a transaction, and each reset is one device command
+ * (e.g. BLKRESETZONE): 8 of them give back 8 zones, 2 GiB with 256 MiB
+ * zones, twice the largest data chunk btrfs allocates at once (1 GiB), and
+ * a larger queue of tickets is served by the next pass of the walk.
+ */
+#define SRSV_ZONED_RESET_BATCH 8
 
 /**
  * An engine callback for one zone group (reset or relocate).
@@ -179,7 +192,9 @@ int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zoned_config *cfg);
  *         another group, a pool that would exceed ::SRSV_MAX_BYTES, or a
  *         kind whose pool the ctx lacks (nothing changed)
  * @retval -ENOMEM out of memory (nothing changed)
- * @note Thread-safe.
+ * @note Thread-safe.  Takes the group-table lock and, under it, the pool
+ *       lock; neither is held by the hint, activation, allocation or
+ *       srsv_zone_group_written(), which therefore never wait for it.
  */
 int srsv_zone_group_add(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 			uint64_t start, uint64_t length, uint64_t capacity,
@@ -237,8 +252,14 @@ int srsv_zone_group_finish(struct srsv_zone_group *group);
  *         they are written
  * @retval -ENOENT no active data group could be finished
  * @retval -EINVAL NULL or non-zoned ctx
- * @note Thread-safe; atomic with respect to the choice (no other thread
- *       can activate, fill or finish the chosen group in between).
+ * @note Thread-safe, but the choice and the finish are not one atomic
+ *       step: the choice is made under the active-list lock, the finish
+ *       under the chosen group's lock, and a writer that holds a hint may
+ *       allocate in the group in between (srsv_zone_group_alloc() takes
+ *       only the group lock), or another thread finish it.  The finish
+ *       checks again under the group lock; if the group has gained an
+ *       unwritten allocation or is no longer active, another group is
+ *       chosen (a few times, then -EBUSY).
  */
 int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 			  struct srsv_zone_group **finished);
@@ -267,8 +288,10 @@ int srsv_zoned_finish_one(struct srsv_ctx *ctx,
  * @retval -ENOSPC no active group of that kind has room: activate one
  * @retval -EINVAL NULL argument, non-zoned ctx, unknown kind, 0 bytes or
  *         more than ::SRSV_MAX_BYTES
- * @note Thread-safe; takes only the active-list lock.  Never blocks on a
- *       group lock or a pool lock.
+ * @note Thread-safe; takes only the active-list lock, a leaf lock that no
+ *       thread holds while it waits for another lock or runs a callback,
+ *       so the hint never waits for a group lock, a pool lock, a group
+ *       registration or a RESET_ZONES / RECLAIM_ZONES pass.
  */
 int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 		   uint64_t bytes, struct srsv_zone_group **out);
@@ -389,10 +412,18 @@ struct srsv_zoned_info {
 	uint64_t hint_groups_looked;	/**< groups those calls examined */
 	uint64_t resets;		/**< groups reset by RESET_ZONES */
 	uint64_t relocations;		/**< zone_relocate calls that succeeded */
+	/** Candidate groups that RESET_ZONES and RECLAIM_ZONES passes
+	 *  examined.  Passes look only at the groups queued as candidates
+	 *  (fully freed, or sparse) when they became so, never at every
+	 *  group of the pool. */
+	uint64_t flush_groups_looked;
 };
 
 /**
- * Read the zoned state of a ctx consistently (under the active-list lock).
+ * Read the zoned state of a ctx.  The token and active-list figures
+ * (max_active_zones .. open, hints, hint_groups_looked) are consistent
+ * with each other (read under the active-list lock); the other counters
+ * are read separately.
  * @param ctx a zoned ctx
  * @param[out] info where to write
  * @retval 0 success
