@@ -260,9 +260,6 @@ struct srsv_ctx {
 
 	/* min(data chunk, 10% of device, 1 GiB): see available_free_space */
 	uint64_t data_chunk_allowance;
-	/* Lock-free mirrors of the standard rsvs' reserved and size. */
-	volatile AO_t std_rsv_reserved[SRSV_RSV_TYPE_COUNT];
-	volatile AO_t std_rsv_size[SRSV_RSV_TYPE_COUNT];
 	/* Monotonic: bytes that left each standard rsv (progress measure). */
 	volatile AO_t std_rsv_drained[SRSV_RSV_TYPE_COUNT];
 	/* Monotonic: dirty bytes the engine reported written back. */

@@ -47,31 +47,87 @@ static bool is_std(const struct srsv_rsv *rsv)
 	       rsv == &ctx->std_rsv[rsv->type];
 }
 
-/* Publish a standard rsv's figures for lock-free readers; rsv lock held. */
-static void sync_mirror(struct srsv_rsv *rsv)
-{
-	struct srsv_ctx *ctx;
-	uint64_t old;
+/*
+ * An rsv's reserved is an atomic word: srsv_rsv_use(), the hot call, is a
+ * compare-and-swap and takes no lock; every other change of it is atomic
+ * too, under the rsv lock where the size must be read consistently.  The
+ * size only changes under the lock but is read lock-free (the preemptive
+ * heuristic reads the standard rsvs on the reservation fast path).
+ * "full" is derived: reserved >= size.
+ */
+_Static_assert(sizeof(((struct srsv_rsv *)0)->reserved) == sizeof(AO_t),
+	       "rsv counters are atomic words");
 
-	if (!is_std(rsv))
-		return;
-	ctx = rsv_ctx(rsv);
-	old = srsv__ld(&ctx->std_rsv_reserved[rsv->type]);
-	if (rsv->reserved < old)
-		AO_fetch_and_add(&ctx->std_rsv_drained[rsv->type],
-				 (AO_t)(old - rsv->reserved));
-	srsv__st(&ctx->std_rsv_reserved[rsv->type], rsv->reserved);
-	srsv__st(&ctx->std_rsv_size[rsv->type], rsv->size);
+static volatile AO_t *res_word(const struct srsv_rsv *rsv)
+{
+	return (volatile AO_t *)(uintptr_t)&rsv->reserved;
+}
+
+static volatile AO_t *size_word(const struct srsv_rsv *rsv)
+{
+	return (volatile AO_t *)(uintptr_t)&rsv->size;
+}
+
+static uint64_t rsv_reserved(const struct srsv_rsv *rsv)
+{
+	return (uint64_t)AO_load_acquire(res_word(rsv));
+}
+
+static uint64_t rsv_size(const struct srsv_rsv *rsv)
+{
+	return (uint64_t)AO_load_acquire(size_word(rsv));
+}
+
+/* Rsv lock held. */
+static void rsv_set_size(struct srsv_rsv *rsv, uint64_t size)
+{
+	AO_store_release(size_word(rsv), (AO_t)size);
+}
+
+/* Bytes that left a standard rsv: the preemptive flusher's progress. */
+static void drained(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	if (bytes && is_std(rsv))
+		AO_fetch_and_add(&rsv_ctx(rsv)->std_rsv_drained[rsv->type],
+				 (AO_t)bytes);
+}
+
+static void res_add(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	AO_fetch_and_add_full(res_word(rsv), (AO_t)bytes);
+}
+
+/* Take @bytes if held; false and unchanged otherwise. */
+static bool res_sub(struct srsv_rsv *rsv, uint64_t bytes)
+{
+	if (!srsv__ao_sub_checked(res_word(rsv), bytes))
+		return false;
+	drained(rsv, bytes);
+	return true;
+}
+
+/* Cut reserved down to @limit; returns what was cut. */
+static uint64_t res_trim(struct srsv_rsv *rsv, uint64_t limit)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(res_word(rsv));
+		if (old <= limit)
+			return 0;
+	} while (!AO_compare_and_swap_full(res_word(rsv), old, (AO_t)limit));
+	drained(rsv, old - limit);
+	return old - limit;
 }
 
 uint64_t srsv__std_rsv_reserved(struct srsv_ctx *ctx, int type)
 {
-	return srsv__ld(&ctx->std_rsv_reserved[type]);
+	return ctx->std_rsv_ready[type] ? rsv_reserved(&ctx->std_rsv[type]) : 0;
 }
 
 uint64_t srsv__std_rsv_size(struct srsv_ctx *ctx, int type)
 {
-	return srsv__ld(&ctx->std_rsv_size[type]);
+	return ctx->std_rsv_ready[type] ? rsv_size(&ctx->std_rsv[type]) : 0;
 }
 
 struct srsv_space *srsv__metadata_space(struct srsv_ctx *ctx)
@@ -90,7 +146,6 @@ int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type)
 		return ret;
 	rsv->space = s;
 	rsv->type = type;
-	rsv->full = true;	/* 0 >= 0 */
 	rsv->magic = SRSV__RSV_MAGIC;
 	return 0;
 }
@@ -128,12 +183,9 @@ static void rsv_unlock(struct srsv_rsv *rsv)
 static void add_bytes_locked(struct srsv_rsv *rsv, uint64_t bytes,
 			     bool update_size)
 {
-	rsv->reserved += bytes;
 	if (update_size)
-		rsv->size += bytes;
-	else if (rsv->reserved >= rsv->size)
-		rsv->full = true;
-	sync_mirror(rsv);
+		rsv_set_size(rsv, rsv_size(rsv) + bytes);
+	res_add(rsv, bytes);
 }
 
 /*
@@ -162,21 +214,10 @@ static void add_bytes(struct srsv_rsv *rsv, uint64_t bytes, bool update_size)
 	credit(rsv, bytes, update_size, 0);
 }
 
-/* btrfs_block_rsv_use_bytes(). */
+/* btrfs_block_rsv_use_bytes(): lock-free. */
 static int use_bytes(struct srsv_rsv *rsv, uint64_t bytes)
 {
-	int ret = -ENOSPC;
-
-	rsv_lock(rsv);
-	if (rsv->reserved >= bytes) {
-		rsv->reserved -= bytes;
-		if (rsv->reserved < rsv->size)
-			rsv->full = false;
-		sync_mirror(rsv);
-		ret = 0;
-	}
-	rsv_unlock(rsv);
-	return ret;
+	return res_sub(rsv, bytes) ? 0 : -ENOSPC;
 }
 
 /*
@@ -191,16 +232,12 @@ int srsv__rsv_take(struct srsv_rsv *rsv, uint64_t bytes)
 	int ret = 0;
 
 	rsv_lock(rsv);
-	if (rsv->size < bytes) {
+	if (rsv_size(rsv) < bytes)
 		ret = -EINVAL;
-	} else if (rsv->reserved < bytes) {
+	else if (!res_sub(rsv, bytes))
 		ret = -ENOSPC;
-	} else {
-		rsv->reserved -= bytes;
-		rsv->size -= bytes;
-		rsv->full = rsv->reserved >= rsv->size;
-		sync_mirror(rsv);
-	}
+	else
+		rsv_set_size(rsv, rsv_size(rsv) - bytes);
 	rsv_unlock(rsv);
 	srsv__trace_rsv(rsv, SRSV__RSV_USE, bytes, ret);
 	return ret;
@@ -264,8 +301,8 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	} else {
 		rsv_lock(rsv);
 	}
-	if (rsv->reserved < min_reserved)
-		missing = min_reserved - rsv->reserved;
+	if (rsv_reserved(rsv) < min_reserved)
+		missing = min_reserved - rsv_reserved(rsv);
 	rsv_unlock(rsv);
 	if (!missing)
 		return 0;
@@ -309,7 +346,7 @@ SRSV__EXPORT int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent)
 	if (!rsv_valid(rsv) || min_percent > 100)
 		return -EINVAL;
 	rsv_lock(rsv);
-	if (rsv->reserved >= srsv__mult_perc(rsv->size, min_percent))
+	if (rsv_reserved(rsv) >= srsv__mult_perc(rsv_size(rsv), min_percent))
 		ret = 0;
 	rsv_unlock(rsv);
 	return ret;
@@ -345,18 +382,13 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 		return -EINVAL;
 	rsv_lock(rsv);
 	if (bytes == SRSV_RSV_ALL) {
-		bytes = rsv->size;
-	} else if (bytes > rsv->size) {
+		bytes = rsv_size(rsv);
+	} else if (bytes > rsv_size(rsv)) {
 		rsv_unlock(rsv);
 		return -EINVAL;
 	}
-	rsv->size -= bytes;
-	if (rsv->reserved >= rsv->size) {
-		excess = rsv->reserved - rsv->size;
-		rsv->reserved = rsv->size;
-		rsv->full = true;
-	}
-	sync_mirror(rsv);
+	rsv_set_size(rsv, rsv_size(rsv) - bytes);
+	excess = res_trim(rsv, rsv_size(rsv));
 	rsv_unlock(rsv);
 	if (released)
 		*released = excess;
@@ -367,8 +399,11 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 	target = spill_target(rsv);
 	if (target) {
 		rsv_lock(target);
-		if (!target->full && target->size > target->reserved) {
-			spilled = srsv__min(excess, target->size - target->reserved);
+		/* A lock-free use may lower reserved meanwhile: the room we
+		 * see is then smaller than the real one, never larger. */
+		if (rsv_size(target) > rsv_reserved(target)) {
+			spilled = srsv__min(excess, rsv_size(target) -
+						    rsv_reserved(target));
 			add_bytes_locked(target, spilled, false);
 		}
 		rsv_unlock(target);
@@ -391,22 +426,22 @@ static void global_settle(struct srsv_ctx *ctx, struct srsv_space *s)
 
 	srsv__assert_held(&s->lock);
 	rsv_lock(global);
-	if (global->reserved < global->size) {
-		/* Unconditional: the global reserve may overcommit. */
-		delta = global->size - global->reserved;
+	if (rsv_reserved(global) < rsv_size(global)) {
+		/* Unconditional: the global reserve may overcommit.  A
+		 * concurrent use only takes more of what we add. */
+		delta = rsv_size(global) - rsv_reserved(global);
 		srsv__may_use_add(s, delta);
-		global->reserved = global->size;
-	} else if (global->reserved > global->size) {
-		delta = global->reserved - global->size;
-		srsv__may_use_sub(s, delta);
-		global->reserved = global->size;
-		srsv__try_grant_tickets(s);
+		res_add(global, delta);
+	} else {
+		delta = res_trim(global, rsv_size(global));
+		if (delta) {
+			srsv__may_use_sub(s, delta);
+			srsv__try_grant_tickets(s);
+		}
 	}
-	global->full = true;
 	/* A reserve as large as the pool: the pool must grow. */
-	if (global->size >= srsv__space_counter(s, SRSV__TOTAL))
+	if (rsv_size(global) >= srsv__space_counter(s, SRSV__TOTAL))
 		s->force_alloc = true;
-	sync_mirror(global);
 	rsv_unlock(global);
 }
 
@@ -422,7 +457,7 @@ SRSV__EXPORT int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx,
 	s = global->space;
 	srsv__lock(&s->lock);
 	rsv_lock(global);
-	global->size = bytes;
+	rsv_set_size(global, bytes);
 	rsv_unlock(global);
 	global_settle(ctx, s);
 	srsv__unlock(&s->lock);
@@ -435,22 +470,24 @@ bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t)
 	struct srsv_ctx *ctx = s->ctx;
 	struct srsv_rsv *global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
 	uint64_t keep;
+	AO_t old;
 
 	srsv__assert_held(&s->lock);
 	if (!t->steal || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL] ||
 	    global->space != s)
 		return false;
 	rsv_lock(global);
-	keep = srsv__mult_perc(global->size, SRSV__GLOBAL_STEAL_KEEP_PERCENT);
-	if (global->reserved < keep + t->bytes) {
-		rsv_unlock(global);
-		return false;
-	}
+	keep = srsv__mult_perc(rsv_size(global), SRSV__GLOBAL_STEAL_KEEP_PERCENT);
 	/* The bytes change hands inside may_use: no counter moves. */
-	global->reserved -= t->bytes;
-	if (global->reserved < global->size)
-		global->full = false;
-	sync_mirror(global);
+	do {
+		old = AO_load(res_word(global));
+		if (old < keep + t->bytes) {
+			rsv_unlock(global);
+			return false;
+		}
+	} while (!AO_compare_and_swap_full(res_word(global), old,
+					   old - (AO_t)t->bytes));
+	drained(global, t->bytes);
 	rsv_unlock(global);
 	srsv__trace_rsv(global, SRSV__RSV_STEAL, t->bytes, 0);
 	srsv__ticket_remove(s, t);
@@ -474,7 +511,7 @@ SRSV__EXPORT int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
 	ctx = rsv_ctx(rsv);
 	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
 	rsv_lock(rsv);
-	size = rsv->size;
+	size = rsv_size(rsv);
 	failfast = rsv->failfast;
 	rsv_unlock(rsv);
 	if (size == 0)
@@ -539,10 +576,10 @@ SRSV__EXPORT int srsv_rsv_get_info(struct srsv_rsv *rsv,
 	if (!rsv_valid(rsv) || !info)
 		return -EINVAL;
 	rsv_lock(rsv);
-	info->size = rsv->size;
-	info->reserved = rsv->reserved;
+	info->size = rsv_size(rsv);
+	info->reserved = rsv_reserved(rsv);
 	info->type = rsv->type;
-	info->full = rsv->full;
+	info->full = info->reserved >= info->size;
 	info->failfast = rsv->failfast;
 	rsv_unlock(rsv);
 	return 0;

@@ -37,7 +37,8 @@ enum srsv_rsv_type {
 /**
  * A block reservation.  Callers may embed it; initialise with
  * srsv_rsv_init() and tear down with srsv_rsv_destroy().  Every field is
- * private: read them with the accessors (which take the lock).
+ * private: read them with srsv_rsv_get_info().  size and reserved are
+ * atomic words (srsv_rsv_use() takes no lock).
  */
 struct srsv_rsv {
 	/** private: protects the fields below */
@@ -50,7 +51,7 @@ struct srsv_rsv {
 	uint64_t reserved;
 	/** private: ::srsv_rsv_type */
 	int type;
-	/** private: reserved >= size */
+	/** private: unused (full is reserved >= size, derived) */
 	bool full;
 	/** private: fail use at once instead of falling back */
 	bool failfast;
