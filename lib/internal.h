@@ -140,7 +140,19 @@ struct srsv__ticket {
 _Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
 	       "struct srsv_ticket too small");
 
+#define SRSV__CACHELINE 64
+
 struct srsv_space {
+	/*
+	 * may_use, the admission word, alone on its cache line: every
+	 * reservation and release with room changes it, and the words the
+	 * fast path only reads (claimed, total, waiting, ...) stay
+	 * shared-clean in every CPU's cache instead of bouncing with it.
+	 * (counters[SRSV__MAY_USE] is unused; srsv__space_counter() maps.)
+	 */
+	volatile AO_t may_use __attribute__((aligned(SRSV__CACHELINE)));
+	char may_use_pad[SRSV__CACHELINE - sizeof(AO_t)];
+
 	struct srsv__lock lock;
 	struct srsv_ctx *ctx;
 	int kind;			/* enum srsv_pool */
@@ -217,7 +229,8 @@ static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
 static inline uint64_t srsv__space_counter(const struct srsv_space *s,
 					   enum srsv__counter c)
 {
-	return srsv__ld(&s->counters[c]);
+	return c == SRSV__MAY_USE ? srsv__ld(&s->may_use) :
+				    srsv__ld(&s->counters[c]);
 }
 
 /* btrfs_space_info_used(s, with_may_use) */

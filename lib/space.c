@@ -59,11 +59,13 @@ const char *srsv__counter_name(int counter)
 int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
 		       struct srsv_space **out)
 {
-	struct srsv_space *s = calloc(1, sizeof(*s));
+	struct srsv_space *s;
 	int ret;
 
-	if (!s)
+	/* Cache-line aligned: see may_use in internal.h. */
+	if (posix_memalign((void **)&s, SRSV__CACHELINE, sizeof(*s)))
 		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
 	ret = srsv__lock_init(&s->lock);
 	if (ret) {
 		free(s);
@@ -133,7 +135,7 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
 
 void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = AO_fetch_and_add_full(&s->counters[SRSV__MAY_USE],
+	AO_t old = AO_fetch_and_add_full(&s->may_use,
 					 (AO_t)bytes);
 
 	srsv__trace_counter(s, SRSV__MAY_USE, old, (int64_t)bytes);
@@ -144,10 +146,10 @@ int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 	AO_t old;
 
 	do {
-		old = AO_load_acquire(&s->counters[SRSV__MAY_USE]);
+		old = AO_load_acquire(&s->may_use);
 		if (old < bytes)
 			return -EINVAL;
-	} while (!AO_compare_and_swap_full(&s->counters[SRSV__MAY_USE], old,
+	} while (!AO_compare_and_swap_full(&s->may_use, old,
 					   old - bytes));
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
@@ -227,11 +229,11 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode)
 	AO_t may_use, claimed;
 
 	for (;;) {
-		may_use = AO_load_acquire(&s->counters[SRSV__MAY_USE]);
+		may_use = AO_load_acquire(&s->may_use);
 		claimed = AO_load_acquire(&s->claimed);
 		if (!fits(s, may_use, claimed, bytes, mode))
 			return false;
-		if (AO_compare_and_swap_full(&s->counters[SRSV__MAY_USE],
+		if (AO_compare_and_swap_full(&s->may_use,
 					     may_use, may_use + bytes))
 			break;
 	}
