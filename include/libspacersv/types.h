@@ -143,7 +143,9 @@ typedef int (*srsv_flush_fn)(struct srsv_space *space,
  * The engine's quota flush callback: called when a tenant hits its limit,
  * to turn per-transaction quota reservations into free quota (btrfs commits
  * the transaction and flushes delalloc).  One flusher at a time per ctx;
- * the reservation is retried once afterwards.  Called in the reserving
+ * the reservation is retried afterwards, and a tenant still over its limit
+ * after another tenant's flush gets one flush of its own (at most one call
+ * and two retries per reservation).  Called in the reserving
  * thread, no library lock held.
  * @param quota the tenant that hit its limit
  * @param user srsv_config::user
