@@ -235,9 +235,14 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	int ret;
 
 	if (flags & SRSV_RESERVE_NOWAIT) {
-		/* Only a try-lock: any contention is an answer of -EAGAIN. */
+		/*
+		 * Only a try-lock: any contention is an answer of -EAGAIN.
+		 * Not even that when tickets this mode respects are queued:
+		 * the answer can only be -EAGAIN, and our unlock could have
+		 * to wake a flusher waiting for the lock (a system call).
+		 */
 		ret = -EAGAIN;
-		if (srsv__trylock(&s->lock)) {
+		if (!pending_for(s, mode) && srsv__trylock(&s->lock)) {
 			if (try_reserve(s, bytes, mode))
 				ret = 0;
 			srsv__unlock(&s->lock);
