@@ -6,7 +6,8 @@
 # usage: tools/install-deps.sh [--minimal] [--update] [--dry-run]
 #   (default)  everything the full test suite and .ci/run use: build tools,
 #              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
-#              gcovr, clang + its sanitizer/fuzzer runtime, liburing
+#              gcovr, clang + its sanitizer/fuzzer runtime, liburing,
+#              FUSE 3 and fio (spacefs)
 #   --minimal  only what building the library, examples and unit tests needs
 #              (tools/run-demo.sh)
 #   --update   run `apt-get update` even when nothing is missing (CI does, so
@@ -23,10 +24,11 @@ set -eu
 MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
 # Everything else the test suites and CI use.  g++ and binutils: the ABI
 # suite compiles the headers as C++ and reads the library with nm/readelf;
-# python3 runs its scripts.
+# python3 runs its scripts; liburing for the NOWAIT example; libfuse3-dev,
+# fuse3 and fio for spacefs and its suite.
 FULL="$MINIMAL g++ binutils python3 liblttng-ust-dev lttng-tools babeltrace2
 python3-bt2 python3-matplotlib valgrind gcovr clang libclang-rt-14-dev
-liburing-dev"
+liburing-dev libfuse3-dev fuse3 fio"
 
 set_name=full update=false dry_run=false
 for arg in "$@"; do

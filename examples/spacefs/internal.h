@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spacefs internals shared by engine.c (pools, transactions, flushing),
+ * cache.c (pages, extents, writeback) and ns.c (inodes, namespace).
+ *
+ * Lock order (outer first):
+ *
+ *   sinode->wlock  (writers of one file, truncate, fsync: btrfs's i_rwsem)
+ *   commit_lock    (one commit at a time)
+ *   sinode->lock   (the file's pages, size and allocation bitmap)
+ *   wb_lock        (the FIFO of dirty extents)
+ *   trans_lock     (the running transaction: pins, leaves, file list)
+ *   items_lock, chunk_lock, itable_lock, trace_lock (leaves)
+ *   library locks  (no library call ever runs a flush under our locks
+ *                   except the non-flushing transitions)
+ *
+ * A thread that may wait inside the library (a flushing reservation) holds
+ * at most a wlock: the flush callbacks never take a wlock, so they can
+ * always make progress.
+ */
+#ifndef SPACEFS_INTERNAL_H
+#define SPACEFS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <libspacersv/spacersv.h>
+
+#include "spacefs.h"
+
+struct extent;
+
+/* A page of the write-back cache: always a full image of the file's page
+ * (partial writes read the rest from the backing file first). */
+struct page {
+	struct page *hnext;	/* hash chain (sinode->lock) */
+	uint64_t index;		/* page number in the file */
+	struct extent *owner;	/* the extent whose reservation pays for it */
+	bool wb;		/* being written back: stable, writers wait */
+	unsigned char data[SFS_PAGE];
+};
+
+/*
+ * A dirty extent: the pages one write added to the cache and the
+ * srsv_delalloc_resv that pays for them.  Pages never change owner (a later
+ * write to a dirty page rewrites it in place: it was paid for already), so
+ * the reservation ends all at once: srsv_delalloc_finish() when writeback
+ * wrote every page, srsv_delalloc_release() when the file is deleted first.
+ */
+struct extent {
+	struct extent *prev, *next;	/* FIFO of queued extents (wb_lock) */
+	struct sinode *ino;
+	struct srsv_delalloc_resv resv;
+	bool queued;			/* on the FIFO (wb_lock) */
+	uint32_t nr_pages;
+	uint32_t cap;
+	struct page *pages[];		/* ascending page index */
+};
+
+/* An inode of the backing tree, kept from first use until it is deleted or
+ * the file system is unmounted. */
+struct sinode {
+	struct sinode *hnext;		/* inode table chain (itable_lock) */
+	uint64_t ino;			/* backing st_ino: the key */
+	_Atomic unsigned refs;		/* table + handles + items + trans */
+	int tenant;			/* index into fs->tenants, -1 none */
+	bool is_reg;
+
+	pthread_mutex_t wlock;		/* writers, truncate, fsync */
+	pthread_rwlock_t lock;		/* everything below up to "trans" */
+	int fd;				/* O_RDWR backing fd, -1 until open */
+	bool loaded;			/* size and bitmap read from backing */
+	uint64_t size;			/* in-memory i_size */
+	struct page **pht;		/* dirty pages, hashed by index */
+	size_t pht_size;		/* buckets, power of two */
+	size_t nr_pages;		/* dirty pages */
+	uint64_t *alloc;		/* allocated pages (bitmap) */
+	uint64_t alloc_bits;		/* bitmap capacity in pages */
+	uint64_t nr_alloc;		/* allocated pages */
+	struct timespec mtime;		/* last write, shown until written */
+	bool mtime_set;
+
+	/* wb_lock */
+	unsigned nr_extents;		/* extents not finished yet */
+
+	/* trans_lock */
+	bool deleted;			/* last link gone: no leaf any more */
+	bool leaf_exists;		/* its metadata leaf is allocated */
+	uint64_t leaf_trans;		/* transaction that last copied it */
+	uint64_t sync_trans;		/* on this transaction's file list */
+	struct sinode *trans_next;	/* file list link */
+};
+
+/* An open file: what fi->fh points at. */
+struct sfs_file {
+	struct sinode *ino;
+	int flags;			/* open flags */
+};
+
+/* A delayed item: an inode update (create, unlink, rename, setattr...)
+ * whose metadata is reserved in the ctx's DELOPS rsv now and applied later
+ * (DELAYED_ITEMS flush states, or the commit). */
+struct item {
+	struct item *next;
+	struct sinode *cow[3];		/* leaves copied (NULL: none) */
+	struct sinode *del;		/* leaf freed (NULL: none) */
+};
+
+struct tenant {
+	char name[SFS_TENANT_NAME];
+	uint64_t limit;
+	struct srsv_quota *quota;
+	uint64_t used_pages;		/* engine's view (trans_lock) */
+	uint64_t pinned_pages;		/* freed this transaction (trans_lock) */
+};
+
+struct sfs {
+	struct sfs_config cfg;
+	int dirfd;			/* backing root */
+	struct srsv_ctx *ctx;
+	struct srsv_space *data, *meta;
+	struct srsv_rsv *delops;
+	uint64_t data_chunk, meta_chunk;
+
+	/* inode table */
+	pthread_mutex_t itable_lock;
+	struct sinode **itable;
+	size_t itable_size, nr_inodes;
+
+	/* write-back cache */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cond;		/* an extent was finished */
+	struct extent *wb_head, *wb_tail;
+	uint64_t nr_queued;		/* extents on the FIFO */
+	uint64_t wb_gen;		/* bumped when a cluster is finished */
+	_Atomic uint64_t dirty_bytes;	/* pages in the cache x SFS_PAGE */
+
+	/* transactions */
+	pthread_mutex_t commit_lock;
+	pthread_mutex_t trans_lock;
+	uint64_t trans;
+	struct sinode *trans_files;
+	uint64_t pinned_data;		/* bytes pinned in this transaction */
+	uint64_t pinned_meta;
+	uint64_t used_pages;		/* engine's view of data used */
+	uint64_t nr_leaves;		/* engine's view of metadata used */
+
+	/* delayed items */
+	pthread_mutex_t items_lock;
+	struct item *items_head, **items_tail;
+	uint64_t nr_items;
+
+	/* device space */
+	pthread_mutex_t chunk_lock;
+	uint64_t unallocated, data_total, meta_total;
+
+	struct tenant tenants[SFS_MAX_TENANTS];
+
+	/* periodic commit */
+	pthread_t committer;
+	bool committer_started;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stopping;
+
+	/* event log */
+	pthread_mutex_t trace_lock;
+	FILE *trace;
+	uint64_t t0_ns;
+
+	/* statistics */
+	_Atomic uint64_t writes, written, enospc, edquot, eagain;
+	_Atomic uint64_t throttles, wb_extents, wb_bytes, wb_pinned;
+	_Atomic uint64_t commits, commit_ns, items_applied;
+	_Atomic uint64_t data_chunks, meta_chunks, quota_flushes;
+	_Atomic uint64_t wb_errors, absorbed_pages;
+	_Atomic int check_result;	/* 1 not run, 0 ok, <0 failed */
+	atomic_bool preempt;		/* preemptive flushing is on */
+};
+
+/* ---- engine.c ---- */
+uint64_t sfs__now_ns(void);
+void sfs__trace(struct sfs *fs, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sfs__commit(struct sfs *fs);
+/* Pin @pages data pages of @tenant and @meta bytes of metadata in the
+ * running transaction.  Call with trans_lock held. */
+void sfs__pin_locked(struct sfs *fs, struct sinode *ino, uint64_t pages,
+		     uint64_t meta);
+/* Copy @ino's leaf if this transaction has not yet: returns the metadata
+ * bytes allocated (SFS_NODE or 0).  Call with trans_lock held. */
+uint64_t sfs__leaf_cow_locked(struct sfs *fs, struct sinode *ino);
+/* Reserve one delayed item's metadata (may wait unless @mode is NO_FLUSH). */
+int sfs__item_reserve(struct sfs *fs, enum srsv_flush mode);
+/* Give back a reservation from sfs__item_reserve() (the operation failed). */
+void sfs__item_unreserve(struct sfs *fs);
+/* Queue an item whose metadata was reserved; takes references. */
+void sfs__item_queue(struct sfs *fs, struct sinode *a, struct sinode *b,
+		     struct sinode *c, struct sinode *del);
+/* Apply up to @max queued items (UINT64_MAX: those queued at entry). */
+uint64_t sfs__items_run(struct sfs *fs, uint64_t max);
+
+/* ---- cache.c ---- */
+struct page *sfs__page_lookup(struct sinode *ino, uint64_t index);
+/* Write back up to about @max_bytes of the oldest dirty extents; returns
+ * the metadata bytes their reservations gave back (@data_out: data
+ * bytes written). */
+uint64_t sfs__writeback(struct sfs *fs, uint64_t max_bytes,
+			uint64_t want_meta, uint64_t *data_out);
+/* Write back everything dirty at entry. */
+void sfs__writeback_all(struct sfs *fs);
+/* Write back every dirty extent of @ino and wait for those in flight.
+ * Caller holds ino->wlock (no new writes). */
+void sfs__writeback_inode(struct sfs *fs, struct sinode *ino);
+/* Drop @ino's dirty extents (released, not written); wait for extents in
+ * flight.  The file is being deleted.  Caller guarantees no writers. */
+void sfs__drop_inode_cache(struct sfs *fs, struct sinode *ino);
+void sfs__free_pages(struct sinode *ino);
+
+/* ---- ns.c ---- */
+struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,
+			 bool is_reg, bool leaf_exists);
+struct sinode *sfs__ilookup(struct sfs *fs, uint64_t ino);
+void sfs__iput(struct sfs *fs, struct sinode *ino);
+void sfs__iget_ref(struct sinode *ino);
+/* Read size and allocation bitmap from the backing file; caller holds
+ * ino->lock for writing and ino->fd is open. */
+int sfs__load_locked(struct sinode *ino);
+bool sfs__alloc_test(const struct sinode *ino, uint64_t page);
+/* Make the bitmap hold @pages bits, so that writeback never has to
+ * allocate memory after the data is on disk. */
+int sfs__alloc_reserve(struct sinode *ino, uint64_t pages);
+int sfs__alloc_set(struct sinode *ino, uint64_t page);
+void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
+			   uint64_t *cleared);
+/* Count allocated pages of an open file with SEEK_DATA / SEEK_HOLE. */
+int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
+		     struct sinode *fill);
+int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,
+	      uint64_t tenant_pages[SFS_MAX_TENANTS]);
+void sfs__itable_destroy(struct sfs *fs);
+
+static inline uint64_t sfs__min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t sfs__max(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+#endif /* SPACEFS_INTERNAL_H */

@@ -1,0 +1,1017 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spacefs inodes and namespace.
+ *
+ * The backing directory holds the tree as it is: names, attributes and
+ * file contents.  Namespace operations are applied to it at once (the
+ * next lookup must see them), and their metadata cost is accounted the
+ * btrfs way: each one reserves one item's worth of metadata in the ctx's
+ * delayed-items rsv (FLUSH_ALL, or FLUSH_ALL_STEAL for deletions, which
+ * must not fail on a full file system) and queues a delayed item; the
+ * DELAYED_ITEMS flush states and the commit apply the items, copying the
+ * leaves they touch and returning the rest of the reservation.
+ *
+ * An inode is known by its backing st_ino.  Its state (struct sinode)
+ * lives from first use to deletion or unmount; a recycled inode number
+ * after a deletion gets a fresh sinode, because deletion removes the old
+ * one from the table.
+ *
+ * Space at mount: the backing tree is scanned, each file's allocated pages
+ * counted with SEEK_DATA / SEEK_HOLE (a file written through spacefs has
+ * exactly the pages it wrote allocated), each inode counted as one leaf,
+ * and the pools are created already holding that much used space.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- paths ---- */
+
+/* The backing path of a mount path ("/" is "."). */
+static const char *rel(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+/* The tenant a path belongs to: its first component names a tenant and
+ * something follows it (the tenant directory itself belongs to nobody). */
+static int path_tenant(struct sfs *fs, const char *path)
+{
+	const char *p = path, *end;
+	size_t n;
+
+	while (*p == '/')
+		p++;
+	end = strchr(p, '/');
+	if (!end || !end[1])
+		return -1;
+	n = (size_t)(end - p);
+	for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
+		if (strlen(fs->tenants[i].name) == n &&
+		    !memcmp(fs->tenants[i].name, p, n))
+			return (int)i;
+	return -1;
+}
+
+/* Copy the parent of @path into @buf ("." for top-level names). */
+static void parent_of(const char *path, char *buf, size_t size)
+{
+	const char *r = rel(path), *slash = strrchr(r, '/');
+	size_t n = slash ? (size_t)(slash - r) : 0;
+
+	if (!n || n >= size) {
+		snprintf(buf, size, ".");
+		return;
+	}
+	memcpy(buf, r, n);
+	buf[n] = '\0';
+}
+
+/* ---- allocation bitmap ---- */
+
+bool sfs__alloc_test(const struct sinode *ino, uint64_t page)
+{
+	return page < ino->alloc_bits &&
+	       (ino->alloc[page / 64] >> (page % 64) & 1);
+}
+
+int sfs__alloc_reserve(struct sinode *ino, uint64_t pages)
+{
+	uint64_t words, old_words, bits;
+	uint64_t *n;
+
+	if (pages <= ino->alloc_bits)
+		return 0;
+	bits = sfs__max(pages, ino->alloc_bits * 2);
+	words = (bits + 63) / 64;
+	old_words = ino->alloc_bits / 64;
+	n = realloc(ino->alloc, words * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	memset(n + old_words, 0, (words - old_words) * sizeof(*n));
+	ino->alloc = n;
+	ino->alloc_bits = words * 64;
+	return 0;
+}
+
+int sfs__alloc_set(struct sinode *ino, uint64_t page)
+{
+	int ret = sfs__alloc_reserve(ino, page + 1);
+
+	if (ret)
+		return ret;
+	if (!sfs__alloc_test(ino, page)) {
+		ino->alloc[page / 64] |= UINT64_C(1) << (page % 64);
+		ino->nr_alloc++;
+	}
+	return 0;
+}
+
+void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
+			   uint64_t *cleared)
+{
+	uint64_t n = 0;
+
+	for (uint64_t p = page; p < ino->alloc_bits; p++) {
+		if (sfs__alloc_test(ino, p)) {
+			ino->alloc[p / 64] &= ~(UINT64_C(1) << (p % 64));
+			n++;
+		}
+	}
+	ino->nr_alloc -= n;
+	*cleared = n;
+}
+
+int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
+		     struct sinode *fill)
+{
+	uint64_t off = 0, count = 0, next_page = 0;
+
+	while (off < size) {
+		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
+		uint64_t first, end;
+
+		if (d < 0) {
+			if (errno == ENXIO)
+				break;
+			/* No SEEK_DATA: the whole file is data. */
+			d = (off_t)off;
+			h = (off_t)size;
+		} else {
+			h = lseek(fd, d, SEEK_HOLE);
+			if (h < 0)
+				h = (off_t)size;
+		}
+		if ((uint64_t)h > size)
+			h = (off_t)size;
+		first = sfs__max((uint64_t)d / SFS_PAGE, next_page);
+		end = ((uint64_t)h + SFS_PAGE - 1) / SFS_PAGE;
+		for (uint64_t p = first; p < end; p++) {
+			if (fill && sfs__alloc_set(fill, p))
+				return -ENOMEM;
+			count++;
+		}
+		next_page = sfs__max(next_page, end);
+		if ((uint64_t)h <= off)
+			break;
+		off = (uint64_t)h;
+	}
+	*pages = count;
+	return 0;
+}
+
+int sfs__load_locked(struct sinode *ino)
+{
+	struct stat st;
+	uint64_t pages;
+	int ret;
+
+	if (ino->loaded)
+		return 0;
+	if (fstat(ino->fd, &st))
+		return -errno;
+	ino->size = (uint64_t)st.st_size;
+	ret = sfs__alloc_reserve(ino, ino->size / SFS_PAGE + 1);
+	if (!ret)
+		ret = sfs__count_alloc(ino->fd, ino->size, &pages, ino);
+	if (ret)
+		return ret;
+	ino->loaded = true;
+	return 0;
+}
+
+/* ---- inode table ---- */
+
+static size_t ino_slot(uint64_t ino, size_t size)
+{
+	return (size_t)((ino * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
+	       (size - 1);
+}
+
+static void itable_grow(struct sfs *fs)
+{
+	size_t size = fs->itable_size ? fs->itable_size * 2 : 256;
+	struct sinode **t = calloc(size, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < fs->itable_size; i++) {
+		struct sinode *n = fs->itable[i], *next;
+
+		for (; n; n = next) {
+			size_t s = ino_slot(n->ino, size);
+
+			next = n->hnext;
+			n->hnext = t[s];
+			t[s] = n;
+		}
+	}
+	free(fs->itable);
+	fs->itable = t;
+	fs->itable_size = size;
+}
+
+static struct sinode *itable_find(struct sfs *fs, uint64_t ino)
+{
+	struct sinode *n;
+
+	if (!fs->itable_size)
+		return NULL;
+	for (n = fs->itable[ino_slot(ino, fs->itable_size)]; n; n = n->hnext)
+		if (n->ino == ino)
+			return n;
+	return NULL;
+}
+
+void sfs__iget_ref(struct sinode *ino)
+{
+	atomic_fetch_add(&ino->refs, 1);
+}
+
+struct sinode *sfs__ilookup(struct sfs *fs, uint64_t ino)
+{
+	struct sinode *n;
+
+	pthread_mutex_lock(&fs->itable_lock);
+	n = itable_find(fs, ino);
+	if (n)
+		sfs__iget_ref(n);
+	pthread_mutex_unlock(&fs->itable_lock);
+	return n;
+}
+
+struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,
+			 bool is_reg, bool leaf_exists)
+{
+	struct sinode *n;
+
+	pthread_mutex_lock(&fs->itable_lock);
+	n = itable_find(fs, ino);
+	if (n) {
+		sfs__iget_ref(n);
+		pthread_mutex_unlock(&fs->itable_lock);
+		return n;
+	}
+	if (fs->nr_inodes >= 2 * fs->itable_size)
+		itable_grow(fs);
+	n = calloc(1, sizeof(*n));
+	if (!n || !fs->itable_size) {
+		pthread_mutex_unlock(&fs->itable_lock);
+		free(n);
+		return NULL;
+	}
+	n->ino = ino;
+	atomic_init(&n->refs, 2);	/* the table's and the caller's */
+	n->tenant = tenant;
+	n->is_reg = is_reg;
+	n->fd = -1;
+	n->leaf_exists = leaf_exists;
+	pthread_mutex_init(&n->wlock, NULL);
+	pthread_rwlock_init(&n->lock, NULL);
+	n->hnext = fs->itable[ino_slot(ino, fs->itable_size)];
+	fs->itable[ino_slot(ino, fs->itable_size)] = n;
+	fs->nr_inodes++;
+	pthread_mutex_unlock(&fs->itable_lock);
+	return n;
+}
+
+static void ifree(struct sinode *n)
+{
+	if (n->fd >= 0)
+		close(n->fd);
+	sfs__free_pages(n);
+	free(n->alloc);
+	pthread_mutex_destroy(&n->wlock);
+	pthread_rwlock_destroy(&n->lock);
+	free(n);
+}
+
+void sfs__iput(struct sfs *fs, struct sinode *n)
+{
+	(void)fs;
+	if (n && atomic_fetch_sub(&n->refs, 1) == 1)
+		ifree(n);
+}
+
+/* Remove a deleted inode from the table (drops the table's reference). */
+static void iremove(struct sfs *fs, struct sinode *n)
+{
+	struct sinode **pp;
+	bool found = false;
+
+	pthread_mutex_lock(&fs->itable_lock);
+	for (pp = &fs->itable[ino_slot(n->ino, fs->itable_size)]; *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			fs->nr_inodes--;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->itable_lock);
+	if (found)
+		sfs__iput(fs, n);
+}
+
+void sfs__itable_destroy(struct sfs *fs)
+{
+	for (size_t i = 0; i < fs->itable_size; i++) {
+		struct sinode *n = fs->itable[i], *next;
+
+		for (; n; n = next) {
+			next = n->hnext;
+			sfs__iput(fs, n);
+		}
+	}
+	free(fs->itable);
+	fs->itable = NULL;
+	fs->itable_size = 0;
+}
+
+/* The sinode of an existing path (a reference), with its stat. */
+static int path_iget(struct sfs *fs, const char *path, struct stat *st,
+		     struct sinode **out)
+{
+	if (fstatat(fs->dirfd, rel(path), st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	*out = sfs__iget(fs, (uint64_t)st->st_ino, path_tenant(fs, path),
+			 S_ISREG(st->st_mode), true);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int parent_iget(struct sfs *fs, const char *path, struct sinode **out)
+{
+	char parent[4096];
+	struct stat st;
+
+	parent_of(path, parent, sizeof(parent));
+	if (fstatat(fs->dirfd, parent, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	*out = sfs__iget(fs, (uint64_t)st.st_ino, -1, false, true);
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Open the backing file of a regular inode and load it. */
+static int ensure_open(struct sfs *fs, struct sinode *n, const char *path)
+{
+	int ret = 0;
+
+	pthread_rwlock_wrlock(&n->lock);
+	if (n->fd < 0) {
+		n->fd = openat(fs->dirfd, rel(path),
+			       O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (n->fd < 0)
+			ret = -errno;
+	}
+	if (!ret)
+		ret = sfs__load_locked(n);
+	pthread_rwlock_unlock(&n->lock);
+	return ret;
+}
+
+/* ---- deletion: the data goes to pinned until the commit ---- */
+
+/*
+ * The last link of @n is gone: drop its dirty pages (their reservations go
+ * back), wait for writeback in flight, pin its allocated pages, and take it
+ * out of the table.  The leaf is freed by the delayed item.
+ */
+static void inode_delete(struct sfs *fs, struct sinode *n)
+{
+	uint64_t pages = 0;
+
+	pthread_mutex_lock(&fs->trans_lock);
+	n->deleted = true;
+	pthread_mutex_unlock(&fs->trans_lock);
+	if (n->is_reg) {
+		sfs__drop_inode_cache(fs, n);
+		pthread_rwlock_wrlock(&n->lock);
+		if (n->alloc_bits)
+			sfs__alloc_clear_from(n, 0, &pages);
+		pthread_mutex_lock(&fs->trans_lock);
+		if (pages) {
+			fs->used_pages -= pages;
+			if (n->tenant >= 0)
+				fs->tenants[n->tenant].used_pages -= pages;
+			sfs__pin_locked(fs, n, pages, 0);
+		}
+		pthread_mutex_unlock(&fs->trans_lock);
+		n->size = 0;
+		pthread_rwlock_unlock(&n->lock);
+	}
+	iremove(fs, n);
+}
+
+/* ---- namespace operations ---- */
+
+int sfs_getattr(struct sfs *fs, const char *path, struct stat *st)
+{
+	struct sinode *n;
+
+	if (fstatat(fs->dirfd, rel(path), st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	n = sfs__ilookup(fs, (uint64_t)st->st_ino);
+	if (!n)
+		return 0;
+	pthread_rwlock_rdlock(&n->lock);
+	if (n->loaded) {
+		st->st_size = (off_t)n->size;
+		if (n->mtime_set)
+			st->st_mtim = n->mtime;
+	}
+	pthread_rwlock_unlock(&n->lock);
+	sfs__iput(fs, n);
+	return 0;
+}
+
+int sfs_fgetattr(struct sfs *fs, struct sfs_file *f, struct stat *st)
+{
+	struct sinode *n = f->ino;
+
+	(void)fs;
+	pthread_rwlock_rdlock(&n->lock);
+	if (fstat(n->fd, st)) {
+		int err = errno;
+
+		pthread_rwlock_unlock(&n->lock);
+		return -err;
+	}
+	st->st_size = (off_t)n->size;
+	if (n->mtime_set)
+		st->st_mtim = n->mtime;
+	pthread_rwlock_unlock(&n->lock);
+	return 0;
+}
+
+int sfs_readlink(struct sfs *fs, const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+
+	if (!size)
+		return -EINVAL;
+	n = readlinkat(fs->dirfd, rel(path), buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+int sfs_opendir(struct sfs *fs, const char *path)
+{
+	int fd = openat(fs->dirfd, rel(path),
+			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The common tail of every creation: the new inode gets a leaf and the
+ * parent's leaf is copied when the item is applied. */
+static int created(struct sfs *fs, const char *path, struct sinode **out)
+{
+	struct sinode *n, *parent;
+	struct stat st;
+	int ret;
+
+	if (fstatat(fs->dirfd, rel(path), &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	n = sfs__iget(fs, (uint64_t)st.st_ino, path_tenant(fs, path),
+		      S_ISREG(st.st_mode), false);
+	if (!n)
+		return -ENOMEM;
+	ret = parent_iget(fs, path, &parent);
+	if (ret) {
+		sfs__iput(fs, n);
+		return ret;
+	}
+	sfs__item_queue(fs, n, parent, NULL, NULL);
+	sfs__iput(fs, parent);
+	if (out)
+		*out = n;
+	else
+		sfs__iput(fs, n);
+	return 0;
+}
+
+int sfs_mknod(struct sfs *fs, const char *path, mode_t mode, dev_t rdev)
+{
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (mknodat(fs->dirfd, rel(path), mode, rdev)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	return created(fs, path, NULL);
+}
+
+int sfs_mkdir(struct sfs *fs, const char *path, mode_t mode)
+{
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (mkdirat(fs->dirfd, rel(path), mode)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	return created(fs, path, NULL);
+}
+
+int sfs_symlink(struct sfs *fs, const char *target, const char *path)
+{
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (symlinkat(target, fs->dirfd, rel(path))) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	return created(fs, path, NULL);
+}
+
+/* Remove a name; @dir: rmdir.  Deletions reserve with FLUSH_ALL_STEAL: a
+ * full file system must still let its users delete (btrfs's unlink may
+ * steal from the global reserve). */
+static int remove_name(struct sfs *fs, const char *path, bool dir)
+{
+	struct sinode *n = NULL, *parent = NULL;
+	struct stat st = { 0 };
+	bool last;
+	int ret;
+
+	if (path_tenant(fs, path) < 0 && dir) {
+		/* A tenant's directory stays while the mount has the
+		 * tenant. */
+		for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
+			if (!strcmp(rel(path), fs->tenants[i].name))
+				return -EBUSY;
+	}
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL_STEAL);
+	if (ret)
+		return ret;
+	ret = path_iget(fs, path, &st, &n);
+	if (!ret)
+		ret = parent_iget(fs, path, &parent);
+	last = dir || st.st_nlink <= 1;
+	/* Count the file's blocks while its name still opens it. */
+	if (!ret && n->is_reg && last)
+		ret = ensure_open(fs, n, path);
+	if (!ret && (dir ? unlinkat(fs->dirfd, rel(path), AT_REMOVEDIR) :
+			   unlinkat(fs->dirfd, rel(path), 0)))
+		ret = -errno;
+	if (ret) {
+		sfs__item_unreserve(fs);
+	} else if (last) {
+		inode_delete(fs, n);
+		sfs__item_queue(fs, parent, NULL, NULL, n);
+	} else {
+		sfs__item_queue(fs, parent, n, NULL, NULL);
+	}
+	if (n)
+		sfs__iput(fs, n);
+	if (parent)
+		sfs__iput(fs, parent);
+	return ret;
+}
+
+int sfs_unlink(struct sfs *fs, const char *path)
+{
+	return remove_name(fs, path, false);
+}
+
+int sfs_rmdir(struct sfs *fs, const char *path)
+{
+	return remove_name(fs, path, true);
+}
+
+int sfs_rename(struct sfs *fs, const char *from, const char *to,
+	       unsigned flags)
+{
+	struct sinode *n = NULL, *victim = NULL, *pfrom = NULL, *pto = NULL;
+	struct stat st, vst;
+	bool have_victim;
+	int ret;
+
+	/* Tenants are separate trees, as btrfs subvolumes: a rename or link
+	 * across them is -EXDEV (the caller copies instead). */
+	if (path_tenant(fs, from) != path_tenant(fs, to))
+		return -EXDEV;
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL_STEAL);
+	if (ret)
+		return ret;
+	ret = path_iget(fs, from, &st, &n);
+	if (!ret)
+		ret = parent_iget(fs, from, &pfrom);
+	if (!ret)
+		ret = parent_iget(fs, to, &pto);
+	have_victim = !ret && !(flags & RENAME_EXCHANGE) &&
+		      !fstatat(fs->dirfd, rel(to), &vst, AT_SYMLINK_NOFOLLOW) &&
+		      vst.st_ino != st.st_ino;
+	if (have_victim) {
+		ret = path_iget(fs, to, &vst, &victim);
+		if (!ret && victim->is_reg && vst.st_nlink <= 1)
+			ret = ensure_open(fs, victim, to);
+	}
+	if (!ret && renameat2(fs->dirfd, rel(from), fs->dirfd, rel(to), flags))
+		ret = -errno;
+	if (ret) {
+		sfs__item_unreserve(fs);
+	} else {
+		bool gone = victim && (S_ISDIR(vst.st_mode) || vst.st_nlink <= 1);
+
+		if (gone)
+			inode_delete(fs, victim);
+		sfs__item_queue(fs, pfrom, pto, n, gone ? victim : NULL);
+	}
+	if (n)
+		sfs__iput(fs, n);
+	if (victim)
+		sfs__iput(fs, victim);
+	if (pfrom)
+		sfs__iput(fs, pfrom);
+	if (pto)
+		sfs__iput(fs, pto);
+	return ret;
+}
+
+int sfs_link(struct sfs *fs, const char *from, const char *to)
+{
+	struct sinode *n = NULL, *parent = NULL;
+	struct stat st;
+	int ret;
+
+	if (path_tenant(fs, from) != path_tenant(fs, to))
+		return -EXDEV;
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+	if (ret)
+		return ret;
+	ret = path_iget(fs, from, &st, &n);
+	if (!ret)
+		ret = parent_iget(fs, to, &parent);
+	if (!ret && linkat(fs->dirfd, rel(from), fs->dirfd, rel(to), 0))
+		ret = -errno;
+	if (ret)
+		sfs__item_unreserve(fs);
+	else
+		sfs__item_queue(fs, parent, n, NULL, NULL);
+	if (n)
+		sfs__iput(fs, n);
+	if (parent)
+		sfs__iput(fs, parent);
+	return ret;
+}
+
+/* An attribute change: the inode's leaf is copied. */
+static int setattr_item(struct sfs *fs, const char *path)
+{
+	struct sinode *n;
+	struct stat st;
+	int ret = path_iget(fs, path, &st, &n);
+
+	if (ret)
+		return ret;
+	sfs__item_queue(fs, n, NULL, NULL, NULL);
+	sfs__iput(fs, n);
+	return 0;
+}
+
+int sfs_chmod(struct sfs *fs, const char *path, mode_t mode)
+{
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (fchmodat(fs->dirfd, rel(path), mode, 0)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	ret = setattr_item(fs, path);
+	if (ret)
+		sfs__item_unreserve(fs);
+	return ret;
+}
+
+int sfs_chown(struct sfs *fs, const char *path, uid_t uid, gid_t gid)
+{
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (fchownat(fs->dirfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	ret = setattr_item(fs, path);
+	if (ret)
+		sfs__item_unreserve(fs);
+	return ret;
+}
+
+int sfs_utimens(struct sfs *fs, const char *path, const struct timespec ts[2])
+{
+	struct sinode *n;
+	struct stat st;
+	int ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+
+	if (ret)
+		return ret;
+	if (utimensat(fs->dirfd, rel(path), ts, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	ret = path_iget(fs, path, &st, &n);
+	if (ret) {
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	/* An explicit time replaces the one of the last buffered write. */
+	pthread_rwlock_wrlock(&n->lock);
+	n->mtime_set = false;
+	pthread_rwlock_unlock(&n->lock);
+	sfs__item_queue(fs, n, NULL, NULL, NULL);
+	sfs__iput(fs, n);
+	return 0;
+}
+
+/*
+ * Truncate: write the file's dirty pages back first (so that the cache
+ * never holds pages past EOF), then truncate the backing file.  Pages cut
+ * off are pinned until the commit, as any freed data.
+ */
+static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
+{
+	uint64_t cut = 0;
+	int ret;
+
+	if (size < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&n->wlock);
+	sfs__writeback_inode(fs, n);
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+	if (ret) {
+		pthread_mutex_unlock(&n->wlock);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	if (ftruncate(n->fd, size)) {
+		ret = -errno;
+		pthread_rwlock_unlock(&n->lock);
+		pthread_mutex_unlock(&n->wlock);
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	if ((uint64_t)size < n->size && n->alloc_bits)
+		sfs__alloc_clear_from(n, ((uint64_t)size + SFS_PAGE - 1) /
+				      SFS_PAGE, &cut);
+	n->size = (uint64_t)size;
+	pthread_mutex_lock(&fs->trans_lock);
+	if (cut) {
+		fs->used_pages -= cut;
+		if (n->tenant >= 0)
+			fs->tenants[n->tenant].used_pages -= cut;
+		sfs__pin_locked(fs, n, cut, 0);
+	}
+	pthread_mutex_unlock(&fs->trans_lock);
+	pthread_rwlock_unlock(&n->lock);
+	pthread_mutex_unlock(&n->wlock);
+	sfs__item_queue(fs, n, NULL, NULL, NULL);
+	return 0;
+}
+
+int sfs_truncate(struct sfs *fs, const char *path, off_t size)
+{
+	struct sinode *n;
+	struct stat st;
+	int ret = path_iget(fs, path, &st, &n);
+
+	if (ret)
+		return ret;
+	if (!n->is_reg)
+		ret = -EINVAL;
+	if (!ret)
+		ret = ensure_open(fs, n, path);
+	if (!ret)
+		ret = truncate_inode(fs, n, size);
+	sfs__iput(fs, n);
+	return ret;
+}
+
+int sfs_ftruncate(struct sfs *fs, struct sfs_file *f, off_t size)
+{
+	return truncate_inode(fs, f->ino, size);
+}
+
+/* ---- files ---- */
+
+static int new_file(struct sinode *n, int flags, struct sfs_file **out)
+{
+	struct sfs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->ino = n;
+	f->flags = flags;
+	*out = f;
+	return 0;
+}
+
+int sfs_open(struct sfs *fs, const char *path, int flags,
+	     struct sfs_file **out)
+{
+	struct sinode *n;
+	struct stat st;
+	int ret = path_iget(fs, path, &st, &n);
+
+	if (ret)
+		return ret;
+	if (!n->is_reg)
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (!ret)
+		ret = ensure_open(fs, n, path);
+	if (!ret)
+		ret = new_file(n, flags, out);
+	if (ret)
+		sfs__iput(fs, n);
+	return ret;
+}
+
+int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
+	       struct sfs_file **out)
+{
+	struct sinode *n;
+	int fd, ret;
+
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+	if (ret)
+		return ret;
+	fd = openat(fs->dirfd, rel(path),
+		    O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		if (ret == -EEXIST && !(flags & O_EXCL))
+			return sfs_open(fs, path, flags, out);
+		return ret;
+	}
+	ret = created(fs, path, &n);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	if (n->fd < 0)
+		n->fd = fd;
+	else
+		close(fd);
+	ret = sfs__load_locked(n);
+	pthread_rwlock_unlock(&n->lock);
+	if (!ret)
+		ret = new_file(n, flags, out);
+	if (ret)
+		sfs__iput(fs, n);
+	return ret;
+}
+
+void sfs_release(struct sfs *fs, struct sfs_file *f)
+{
+	sfs__iput(fs, f->ino);
+	free(f);
+}
+
+int sfs_fsync(struct sfs *fs, struct sfs_file *f)
+{
+	pthread_mutex_lock(&f->ino->wlock);
+	sfs__writeback_inode(fs, f->ino);
+	pthread_mutex_unlock(&f->ino->wlock);
+	sfs__commit(fs);
+	return atomic_load(&fs->wb_errors) ? -EIO : 0;
+}
+
+/* ---- the scan at mount ---- */
+
+struct scan {
+	uint64_t data_pages, inodes;
+	uint64_t tenant_pages[SFS_MAX_TENANTS];
+	uint64_t *links;		/* inodes with nlink > 1 seen */
+	size_t nr_links, cap_links;
+};
+
+/* True if @ino was counted already (a hard link). */
+static bool seen_link(struct scan *sc, uint64_t ino)
+{
+	for (size_t i = 0; i < sc->nr_links; i++)
+		if (sc->links[i] == ino)
+			return true;
+	if (sc->nr_links == sc->cap_links) {
+		size_t cap = sc->cap_links ? sc->cap_links * 2 : 64;
+		uint64_t *n = realloc(sc->links, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		sc->links = n;
+		sc->cap_links = cap;
+	}
+	sc->links[sc->nr_links++] = ino;
+	return false;
+}
+
+static int scan_dir(struct sfs *fs, struct scan *sc, int dfd, int tenant,
+		    bool top)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while (!ret && (de = readdir(d))) {
+		struct stat st;
+		int t = tenant;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
+			ret = -errno;
+			break;
+		}
+		if (st.st_nlink > 1 && !S_ISDIR(st.st_mode) &&
+		    seen_link(sc, (uint64_t)st.st_ino))
+			continue;
+		sc->inodes++;
+		if (top)
+			for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
+				if (!strcmp(de->d_name, fs->tenants[i].name))
+					t = (int)i;
+		if (S_ISREG(st.st_mode)) {
+			int fd = openat(dirfd(d), de->d_name,
+					O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			uint64_t pages = 0;
+
+			if (fd < 0) {
+				ret = -errno;
+				break;
+			}
+			ret = sfs__count_alloc(fd, (uint64_t)st.st_size, &pages,
+					       NULL);
+			close(fd);
+			sc->data_pages += pages;
+			if (tenant >= 0)
+				sc->tenant_pages[tenant] += pages;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+					 O_NOFOLLOW);
+
+			if (sub < 0) {
+				ret = -errno;
+				break;
+			}
+			/* Only what is inside a tenant directory is the
+			 * tenant's. */
+			ret = scan_dir(fs, sc, sub, t, false);
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,
+	      uint64_t tenant_pages[SFS_MAX_TENANTS])
+{
+	struct scan sc = { 0 };
+	int dfd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret;
+
+	if (dfd < 0)
+		return -errno;
+	sc.inodes = 1;		/* the root directory */
+	ret = scan_dir(fs, &sc, dfd, -1, true);
+	free(sc.links);
+	if (ret)
+		return ret;
+	*data_pages = sc.data_pages;
+	*inodes = sc.inodes;
+	memcpy(tenant_pages, sc.tenant_pages, sizeof(sc.tenant_pages));
+	return 0;
+}

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spacefs: a FUSE file system whose space accounting is libspacersv.
+ *
+ *   spacefs MOUNTPOINT -o backing=DIR[,capacity=1G][,meta=16M][,cache=64M]
+ *           [,preempt=0|1][,commit=SECS][,tenant=NAME:SIZE]...[,trace=FILE]
+ *           [-f] [-s] [-d]
+ *
+ * A passthrough over DIR with a fixed capacity, its own write-back cache
+ * and btrfs's space reservation (engine.c, cache.c, ns.c; the design is in
+ * docs/spacefs.md).  This file is the FUSE glue: the high-level API, a
+ * multi-threaded loop, and the control file /.spacefs (read it for the
+ * library's snapshot, queued tickets included; write "sync", "commit",
+ * "check" or "preempt=0|1" to it).
+ *
+ * NOWAIT: the kernel does not forward RWF_NOWAIT to a FUSE server (FUSE
+ * files do not accept it: pwritev2() fails with EOPNOTSUPP before the
+ * request is sent), but it does forward the file's open flags with every
+ * write.  A write on a descriptor opened with O_NONBLOCK is a NOWAIT write
+ * here: it never blocks, and answers -EAGAIN where a blocking write would
+ * wait or fail with ENOSPC/EDQUOT.
+ *
+ * On unmount the cache is written back, the transaction committed and the
+ * pools compared with the engine's view; the exit status is 1 if they
+ * differ.
+ */
+#define FUSE_USE_VERSION 31
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libspacersv/spacersv.h>
+
+#include "spacefs.h"
+
+/* Inode number shown for the control file: far above what a backing file
+ * system hands out, so it never collides with a real inode. */
+#define CONTROL_INO UINT64_C(0x7ffffffffffffff0)
+/* Largest write request: 1 MiB, the FUSE maximum (256 pages); the kernel
+ * splits larger writes. */
+#define MAX_WRITE (1024 * 1024)
+
+static struct sfs *g_fs;
+
+/* What fi->fh points at. */
+struct handle {
+	struct sfs_file *file;		/* NULL for the control file */
+	char *snap;			/* control: the snapshot */
+	size_t snap_len;
+};
+
+static bool is_control(const char *path)
+{
+	return !strcmp(path, "/" SFS_CONTROL_NAME);
+}
+
+static struct handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
+
+static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	cfg->use_ino = 1;
+	/* Unlinking an open file renames it to .fuse_hidden* until the last
+	 * close: the engine deletes files nobody has open. */
+	cfg->hard_remove = 0;
+	cfg->kernel_cache = 0;
+	cfg->entry_timeout = 1.0;
+	cfg->attr_timeout = 1.0;
+	cfg->negative_timeout = 0;
+	/* Writes must reach us synchronously, or ENOSPC and EDQUOT could
+	 * not be returned to the writer. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->max_write = MAX_WRITE;
+	return NULL;
+}
+
+static int op_getattr(const char *path, struct stat *st,
+		      struct fuse_file_info *fi)
+{
+	if (is_control(path)) {
+		memset(st, 0, sizeof(*st));
+		st->st_ino = CONTROL_INO;
+		st->st_mode = S_IFREG | 0644;
+		st->st_nlink = 1;
+		clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+		st->st_atim = st->st_ctim = st->st_mtim;
+		return 0;
+	}
+	if (fi && handle_of(fi) && handle_of(fi)->file)
+		return sfs_fgetattr(g_fs, handle_of(fi)->file, st);
+	return sfs_getattr(g_fs, path, st);
+}
+
+static int op_readlink(const char *path, char *buf, size_t size)
+{
+	return sfs_readlink(g_fs, path, buf, size);
+}
+
+static int op_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	return is_control(path) ? -EEXIST : sfs_mknod(g_fs, path, mode, rdev);
+}
+
+static int op_mkdir(const char *path, mode_t mode)
+{
+	return is_control(path) ? -EEXIST : sfs_mkdir(g_fs, path, mode);
+}
+
+static int op_unlink(const char *path)
+{
+	return is_control(path) ? -EPERM : sfs_unlink(g_fs, path);
+}
+
+static int op_rmdir(const char *path)
+{
+	return is_control(path) ? -ENOTDIR : sfs_rmdir(g_fs, path);
+}
+
+static int op_symlink(const char *target, const char *path)
+{
+	return is_control(path) ? -EEXIST : sfs_symlink(g_fs, target, path);
+}
+
+static int op_rename(const char *from, const char *to, unsigned int flags)
+{
+	if (is_control(from) || is_control(to))
+		return -EPERM;
+	return sfs_rename(g_fs, from, to, flags);
+}
+
+static int op_link(const char *from, const char *to)
+{
+	if (is_control(from) || is_control(to))
+		return -EPERM;
+	return sfs_link(g_fs, from, to);
+}
+
+static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)fi;
+	return is_control(path) ? -EPERM : sfs_chmod(g_fs, path, mode);
+}
+
+static int op_chown(const char *path, uid_t uid, gid_t gid,
+		    struct fuse_file_info *fi)
+{
+	(void)fi;
+	return is_control(path) ? -EPERM : sfs_chown(g_fs, path, uid, gid);
+}
+
+static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	if (is_control(path))
+		return 0;	/* "echo sync > .spacefs" truncates first */
+	if (fi && handle_of(fi) && handle_of(fi)->file)
+		return sfs_ftruncate(g_fs, handle_of(fi)->file, size);
+	return sfs_truncate(g_fs, path, size);
+}
+
+static int op_utimens(const char *path, const struct timespec ts[2],
+		      struct fuse_file_info *fi)
+{
+	(void)fi;
+	return is_control(path) ? 0 : sfs_utimens(g_fs, path, ts);
+}
+
+static int op_open(const char *path, struct fuse_file_info *fi)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	if (is_control(path)) {
+		/* The snapshot is taken at open, read with direct I/O (its
+		 * size is not known to the kernel). */
+		ret = sfs_snapshot(g_fs, &h->snap, &h->snap_len);
+		fi->direct_io = 1;
+	} else {
+		ret = sfs_open(g_fs, path, fi->flags, &h->file);
+	}
+	if (ret) {
+		free(h);
+		return ret;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
+static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct handle *h;
+	int ret;
+
+	if (is_control(path))
+		return op_open(path, fi);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	ret = sfs_create(g_fs, path, mode, fi->flags, &h->file);
+	if (ret) {
+		free(h);
+		return ret;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
+static int op_read(const char *path, char *buf, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+
+	(void)path;
+	if (!h->file) {
+		if ((size_t)off >= h->snap_len)
+			return 0;
+		if (size > h->snap_len - (size_t)off)
+			size = h->snap_len - (size_t)off;
+		memcpy(buf, h->snap + off, size);
+		return (int)size;
+	}
+	return (int)sfs_read(g_fs, h->file, buf, size, off);
+}
+
+static int op_write(const char *path, const char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+	int ret;
+
+	(void)path;
+	if (!h->file) {
+		ret = sfs_control(g_fs, buf, size);
+		return ret ? ret : (int)size;
+	}
+	return (int)sfs_write(g_fs, h->file, buf, size, off,
+			      (fi->flags & O_NONBLOCK) != 0);
+}
+
+static int op_statfs(const char *path, struct statvfs *st)
+{
+	(void)path;
+	return sfs_statfs(g_fs, st);
+}
+
+static int op_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path;
+	(void)fi;
+	return 0;
+}
+
+static int op_release(const char *path, struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+
+	(void)path;
+	if (h->file)
+		sfs_release(g_fs, h->file);
+	free(h->snap);
+	free(h);
+	return 0;
+}
+
+static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+
+	(void)path;
+	(void)datasync;
+	return h->file ? sfs_fsync(g_fs, h->file) : 0;
+}
+
+static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
+		      off_t off, struct fuse_file_info *fi,
+		      enum fuse_readdir_flags flags)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	(void)off;
+	(void)fi;
+	(void)flags;
+	fd = sfs_opendir(g_fs, path);
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_ino = de->d_ino;
+		st.st_mode = (mode_t)DTTOIF(de->d_type);
+		if (filler(buf, de->d_name, &st, 0, 0))
+			break;
+	}
+	closedir(d);
+	if (!strcmp(path, "/")) {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_ino = CONTROL_INO;
+		st.st_mode = S_IFREG;
+		filler(buf, SFS_CONTROL_NAME, &st, 0, 0);
+	}
+	return 0;
+}
+
+static int op_access(const char *path, int mask)
+{
+	struct stat st;
+
+	(void)mask;
+	/* default_permissions: the kernel checks the modes. */
+	return is_control(path) ? 0 : sfs_getattr(g_fs, path, &st);
+}
+
+static const struct fuse_operations ops = {
+	.init = op_init,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.chmod = op_chmod,
+	.chown = op_chown,
+	.truncate = op_truncate,
+	.utimens = op_utimens,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.statfs = op_statfs,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.readdir = op_readdir,
+	.access = op_access,
+};
+
+/* ---- options ---- */
+
+struct options {
+	char *backing, *capacity, *meta, *cache, *trace;
+	int preempt;
+	int commit;
+	int help;
+	struct sfs_config *cfg;
+	int bad;
+};
+
+enum { KEY_TENANT, KEY_HELP };
+
+#define OPT(t, f) { t, offsetof(struct options, f), 0 }
+static const struct fuse_opt spec[] = {
+	OPT("backing=%s", backing),
+	OPT("capacity=%s", capacity),
+	OPT("meta=%s", meta),
+	OPT("cache=%s", cache),
+	OPT("trace=%s", trace),
+	OPT("preempt=%d", preempt),
+	OPT("commit=%d", commit),
+	FUSE_OPT_KEY("tenant=", KEY_TENANT),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_END
+};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct options *o = data;
+	struct sfs_config *cfg = o->cfg;
+	const char *v, *colon;
+	size_t n;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		o->help = 1;
+		return 1;	/* keep it: fuse prints its own help too */
+	case KEY_TENANT:
+		v = arg + strlen("tenant=");
+		colon = strchr(v, ':');
+		n = colon ? (size_t)(colon - v) : 0;
+		if (!colon || !n || n >= SFS_TENANT_NAME ||
+		    cfg->nr_tenants == SFS_MAX_TENANTS ||
+		    sfs_parse_size(colon + 1,
+				   &cfg->tenants[cfg->nr_tenants].limit)) {
+			fprintf(stderr, "spacefs: bad option %s "
+				"(tenant=NAME:SIZE)\n", arg);
+			o->bad = 1;
+			return 0;
+		}
+		memcpy(cfg->tenants[cfg->nr_tenants].name, v, n);
+		cfg->tenants[cfg->nr_tenants].name[n] = '\0';
+		cfg->nr_tenants++;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s MOUNTPOINT -o backing=DIR[,OPTIONS] [FUSE options]\n"
+	       "\n"
+	       "spacefs options:\n"
+	       "  -o backing=DIR        directory holding the files (required)\n"
+	       "  -o capacity=SIZE      file system size (default 1G)\n"
+	       "  -o meta=SIZE          initial metadata pool (default 16M)\n"
+	       "  -o cache=SIZE         write-back cache, dirty bytes (default 64M)\n"
+	       "  -o preempt=0|1        preemptive flushing (default 1)\n"
+	       "  -o commit=SECS        periodic commit, 0 = off (default 30)\n"
+	       "  -o tenant=NAME:SIZE   quota of top-level directory NAME (repeatable)\n"
+	       "  -o trace=FILE         log flushes, commits, chunks and refusals\n"
+	       "\n"
+	       "Sizes take k, M, G suffixes.  Control file: MOUNTPOINT/%s.\n\n",
+	       prog, SFS_CONTROL_NAME);
+}
+
+static int parse_sizes(struct options *o, struct sfs_config *cfg)
+{
+	if (o->capacity && sfs_parse_size(o->capacity, &cfg->capacity))
+		return -1;
+	if (o->meta && sfs_parse_size(o->meta, &cfg->meta_bytes))
+		return -1;
+	if (o->cache && sfs_parse_size(o->cache, &cfg->cache_bytes))
+		return -1;
+	if (o->commit < 0)
+		return -1;
+	cfg->commit_interval = (unsigned)o->commit;
+	cfg->preempt = o->preempt != 0;
+	cfg->backing = o->backing;
+	cfg->trace_path = o->trace;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts copts;
+	struct sfs_config cfg;
+	struct options o;
+	struct fuse *fuse = NULL;
+	struct fuse_session *se;
+	int ret = 1, loop, status;
+
+	sfs_config_init(&cfg);
+	memset(&o, 0, sizeof(o));
+	memset(&copts, 0, sizeof(copts));
+	o.preempt = 1;
+	o.commit = (int)cfg.commit_interval;
+	o.cfg = &cfg;
+	if (fuse_opt_parse(&args, &o, spec, opt_proc) || o.bad)
+		goto out_args;
+	if (fuse_parse_cmdline(&args, &copts))
+		goto out_args;
+	if (o.help || copts.show_help) {
+		usage(argv[0]);
+		fuse_cmdline_help();
+		fuse_lib_help(&args);
+		ret = 0;
+		goto out_cmdline;
+	}
+	if (copts.show_version) {
+		printf("spacefs on libspacersv %d.%d.%d\n", SRSV_VERSION_MAJOR,
+		       SRSV_VERSION_MINOR, SRSV_VERSION_PATCH);
+		ret = 0;
+		goto out_cmdline;
+	}
+	if (!copts.mountpoint || !o.backing || parse_sizes(&o, &cfg)) {
+		usage(argv[0]);
+		fprintf(stderr, "spacefs: need a mount point, -o backing=DIR "
+			"and valid sizes\n");
+		goto out_cmdline;
+	}
+	/* The kernel checks permissions against the modes we report. */
+	fuse_opt_add_arg(&args, "-odefault_permissions");
+	fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
+	if (!fuse)
+		goto out_cmdline;
+	if (fuse_mount(fuse, copts.mountpoint))
+		goto out_destroy;
+	/* The library starts threads: after the fork of daemonize. */
+	if (fuse_daemonize(copts.foreground))
+		goto out_unmount;
+	ret = sfs_mount(&cfg, &g_fs);
+	if (ret) {
+		fprintf(stderr, "spacefs: mount: %s\n", strerror(-ret));
+		ret = 1;
+		goto out_unmount;
+	}
+	se = fuse_get_session(fuse);
+	if (fuse_set_signal_handlers(se)) {
+		ret = 1;
+		goto out_fs;
+	}
+	if (copts.singlethread)
+		loop = fuse_loop(fuse);
+	else
+		loop = fuse_loop_mt(fuse, copts.clone_fd);
+	fuse_remove_signal_handlers(se);
+	ret = loop ? 1 : 0;
+out_fs:
+	fuse_unmount(fuse);
+	status = sfs_unmount(g_fs, stderr);
+	g_fs = NULL;
+	if (status)
+		ret = 1;
+	fuse_destroy(fuse);
+	goto out_cmdline;
+out_unmount:
+	fuse_unmount(fuse);
+out_destroy:
+	fuse_destroy(fuse);
+out_cmdline:
+	free(copts.mountpoint);
+out_args:
+	fuse_opt_free_args(&args);
+	free(o.backing);
+	free(o.capacity);
+	free(o.meta);
+	free(o.cache);
+	free(o.trace);
+	return ret;
+}

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The spacefs engine driven directly, without FUSE (suite 'spacefs').
+ *
+ * The kernel does not forward RWF_NOWAIT to FUSE servers, so the NOWAIT
+ * path is proven here through the engine's own entry point as well as
+ * through the O_NONBLOCK descriptor in run-spacefs.sh: a NOWAIT write gets
+ * -EAGAIN, never -ENOSPC or -EDQUOT, when the cache is full, the file
+ * system is full or the tenant is over its quota, while the same write
+ * blocking succeeds or gets the real error.  Also: copy-on-write pins,
+ * deletion pins, data read back through the cache and after a remount,
+ * concurrent writers through a tiny metadata pool (tickets), and the
+ * accounting check at every unmount.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spacefs.h"
+
+#define KiB 1024ull
+#define MiB (1024ull * 1024)
+
+struct tmpfs {
+	char dir[256];
+	struct sfs_config cfg;
+	struct sfs *fs;
+};
+
+static void setup(struct tmpfs *t, uint64_t cap, uint64_t meta, uint64_t cache)
+{
+	snprintf(t->dir, sizeof(t->dir), "%s/sfs-engine.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(t->dir));
+	sfs_config_init(&t->cfg);
+	t->cfg.backing = t->dir;
+	t->cfg.capacity = cap;
+	t->cfg.meta_bytes = meta;
+	t->cfg.cache_bytes = cache;
+	t->cfg.preempt = false;
+	t->cfg.commit_interval = 0;
+	t->fs = NULL;
+}
+
+static void do_mount(struct tmpfs *t)
+{
+	ck_assert_int_eq(sfs_mount(&t->cfg, &t->fs), 0);
+}
+
+static void do_unmount(struct tmpfs *t)
+{
+	/* The check at unmount is part of every test. */
+	ck_assert_int_eq(sfs_unmount(t->fs, stderr), 0);
+	t->fs = NULL;
+}
+
+static int rm_one(const char *p, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+static void teardown(struct tmpfs *t)
+{
+	if (t->fs)
+		do_unmount(t);
+	nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A figure from the control file's snapshot. */
+static uint64_t snap(struct sfs *fs, const char *key)
+{
+	char *text, *line;
+	size_t len, klen = strlen(key);
+	uint64_t v = UINT64_MAX;
+
+	ck_assert_int_eq(sfs_snapshot(fs, &text, &len), 0);
+	for (line = text; line && *line; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			v = strtoull(line + klen + 1, NULL, 10);
+			break;
+		}
+	}
+	free(text);
+	ck_assert_msg(v != UINT64_MAX, "no %s in the snapshot", key);
+	return v;
+}
+
+static struct sfs_file *create(struct sfs *fs, const char *path)
+{
+	struct sfs_file *f;
+
+	ck_assert_int_eq(sfs_create(fs, path, 0644, O_RDWR, &f), 0);
+	return f;
+}
+
+static void fill_pattern(char *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)((i * 31 + seed * 17 + (i >> 12)) & 0xff);
+}
+
+START_TEST(test_roundtrip)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[3 * 4096 + 100], back[sizeof(buf)];
+	struct stat st;
+
+	setup(&t, 64 * MiB, 1 * MiB, 1 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/a");
+	fill_pattern(buf, sizeof(buf), 1);
+	/* Unaligned: the first and last pages are partial. */
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), 1000, false),
+			 sizeof(buf));
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 1000),
+			 sizeof(back));
+	ck_assert_mem_eq(buf, back, sizeof(buf));
+	/* The bytes before the write read as zeros. */
+	ck_assert_int_eq(sfs_read(t.fs, f, back, 1000, 0), 1000);
+	for (int i = 0; i < 1000; i++)
+		ck_assert_int_eq(back[i], 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/a", &st), 0);
+	ck_assert_int_eq(st.st_size, 1000 + sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 4 * 4096);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), 4 * 4096);
+	memset(back, 0, sizeof(back));
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 1000),
+			 sizeof(back));
+	ck_assert_mem_eq(buf, back, sizeof(buf));
+	/* Rewrite a few bytes in the middle of a clean page: the rest of the
+	 * page comes from the backing file. */
+	ck_assert_int_eq(sfs_write(t.fs, f, "XYZ", 3, 5000, false), 3);
+	memcpy(buf + 4000, "XYZ", 3);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 1000),
+			 sizeof(back));
+	ck_assert_mem_eq(buf, back, sizeof(buf));
+	sfs_release(t.fs, f);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	do_unmount(&t);
+
+	/* Remount: the data and the accounting come back from the files. */
+	do_mount(&t);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), 4 * 4096);
+	ck_assert_int_eq(sfs_open(t.fs, "/a", O_RDONLY, &f), 0);
+	memset(back, 0, sizeof(back));
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 1000),
+			 sizeof(back));
+	ck_assert_mem_eq(buf, back, sizeof(buf));
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
+START_TEST(test_nowait_cache_full)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[64 * KiB];
+
+	setup(&t, 64 * MiB, 4 * MiB, 64 * KiB);
+	do_mount(&t);
+	f = create(t.fs, "/n");
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), 0, true),
+			 sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), sizeof(buf));
+	/* The cache is full: NOWAIT says EAGAIN and leaves it as it was. */
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, 4096, sizeof(buf), true),
+			 -EAGAIN);
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "eagain"), 1);
+	/* The throttle counts the pages a write covers, dirty or not (as
+	 * the kernel's): a NOWAIT rewrite of dirty pages waits for room too. */
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, 4096, 0, true), -EAGAIN);
+	/* Blocking, the writer writes back and goes on. */
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, 4096, sizeof(buf), false),
+			 4096);
+	ck_assert_uint_eq(snap(t.fs, "throttles"), 1);
+	ck_assert_uint_le(snap(t.fs, "dirty_bytes"), sizeof(buf));
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
+START_TEST(test_nowait_enospc)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[1 * MiB];
+	uint64_t off = 0;
+	ssize_t n;
+
+	setup(&t, 32 * MiB, 1 * MiB, 4 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/full");
+	while ((n = sfs_write(t.fs, f, buf, sizeof(buf), (off_t)off, false)) > 0)
+		off += (uint64_t)n;
+	ck_assert_int_eq(n, -ENOSPC);
+	ck_assert_uint_ge(off, 28 * MiB);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	/* Full: blocking says ENOSPC, NOWAIT says EAGAIN, every time. */
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf),
+					   (off_t)off, true), -EAGAIN);
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf),
+					   (off_t)off, false), -ENOSPC);
+	}
+	ck_assert_uint_eq(snap(t.fs, "eagain"), 3);
+	ck_assert_uint_eq(snap(t.fs, "enospc"), 4);
+	sfs_release(t.fs, f);
+	/* Delete (it must work on a full file system): the space is pinned
+	 * until the commit, and then all of it can be written again. */
+	ck_assert_int_eq(sfs_unlink(t.fs, "/full"), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), off);
+	f = create(t.fs, "/again");
+	for (uint64_t o = 0; o < off; o += sizeof(buf))
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), (off_t)o,
+					   false), sizeof(buf));
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
+START_TEST(test_nowait_edquot)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[64 * KiB];
+	uint64_t off = 0;
+	ssize_t n;
+
+	setup(&t, 64 * MiB, 4 * MiB, 4 * MiB);
+	t.cfg.nr_tenants = 1;
+	strcpy(t.cfg.tenants[0].name, "t");
+	t.cfg.tenants[0].limit = 2 * MiB;
+	do_mount(&t);
+	f = create(t.fs, "/t/f");
+	while ((n = sfs_write(t.fs, f, buf, sizeof(buf), (off_t)off, false)) > 0)
+		off += (uint64_t)n;
+	ck_assert_int_eq(n, -EDQUOT);
+	ck_assert_uint_le(off, 2 * MiB);
+	ck_assert_uint_ge(off, 1 * MiB);
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), (off_t)off, true),
+			 -EAGAIN);
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), (off_t)off, false),
+			 -EDQUOT);
+	/* Outside the tenant nothing is limited. */
+	sfs_release(t.fs, f);
+	f = create(t.fs, "/free");
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), 0, true),
+			 sizeof(buf));
+	sfs_release(t.fs, f);
+	ck_assert_int_eq(sfs_rename(t.fs, "/t/f", "/g", 0), -EXDEV);
+	teardown(&t);
+}
+END_TEST
+
+START_TEST(test_cow_pins)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[1 * MiB];
+
+	setup(&t, 64 * MiB, 4 * MiB, 4 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/c");
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), 0, false),
+			 sizeof(buf));
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+	/* Overwrite half: once written back, the old half is pinned... */
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf) / 2, 0, false),
+			 sizeof(buf) / 2);
+	ck_assert_int_eq(sfs_control(t.fs, "writeback", 9), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), sizeof(buf) / 2);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "meta.pinned"), 16 * KiB);
+	/* ...until the commit. */
+	ck_assert_int_eq(sfs_control(t.fs, "commit", 6), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+	ck_assert_uint_eq(snap(t.fs, "meta.pinned"), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), sizeof(buf));
+	/* Truncate pins what it cuts. */
+	ck_assert_int_eq(sfs_ftruncate(t.fs, f, 4096), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), sizeof(buf) - 4096);
+	sfs_release(t.fs, f);
+	/* Delete pins the rest. */
+	ck_assert_int_eq(sfs_unlink(t.fs, "/c"), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), sizeof(buf));
+	ck_assert_uint_eq(snap(t.fs, "data.used"), 0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+	teardown(&t);
+}
+END_TEST
+
+/* Concurrent writers: each owns the blocks i % NR_WRITERS == id of one
+ * shared file; blocks of 3000 bytes share pages between writers. */
+#define NR_WRITERS 4
+#define BLOCK 3000
+#define NR_BLOCKS 2048
+#define PASSES 3
+
+struct writer {
+	struct sfs *fs;
+	struct sfs_file *f;
+	unsigned id;
+	pthread_t thread;
+	int err;
+};
+
+static void block_data(char *buf, unsigned block, unsigned pass)
+{
+	for (unsigned i = 0; i < BLOCK; i++)
+		buf[i] = (char)(block * 7 + pass * 13 + i);
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char buf[BLOCK];
+
+	for (unsigned pass = 1; pass <= PASSES && !w->err; pass++) {
+		for (unsigned b = w->id; b < NR_BLOCKS; b += NR_WRITERS) {
+			/* Scatter the order a little between passes. */
+			unsigned blk = (b * (pass * 2 + 1)) % NR_BLOCKS;
+			ssize_t n;
+
+			if (blk % NR_WRITERS != w->id)
+				continue;
+			block_data(buf, blk, pass);
+			n = sfs_write(w->fs, w->f, buf, BLOCK,
+				      (off_t)blk * BLOCK, false);
+			if (n != BLOCK) {
+				w->err = n < 0 ? (int)n : -EIO;
+				break;
+			}
+		}
+		/* Every block gets this pass's version, in order. */
+		for (unsigned b = w->id; b < NR_BLOCKS; b += NR_WRITERS) {
+			block_data(buf, b, pass);
+			if (sfs_write(w->fs, w->f, buf, BLOCK, (off_t)b * BLOCK,
+				      false) != BLOCK) {
+				w->err = -EIO;
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void verify_blocks(struct sfs *fs, struct sfs_file *f)
+{
+	char buf[BLOCK], want[BLOCK];
+
+	for (unsigned b = 0; b < NR_BLOCKS; b++) {
+		ck_assert_int_eq(sfs_read(fs, f, buf, BLOCK, (off_t)b * BLOCK),
+				 BLOCK);
+		block_data(want, b, PASSES);
+		ck_assert_msg(!memcmp(buf, want, BLOCK), "block %u differs", b);
+	}
+}
+
+START_TEST(test_concurrent_writers)
+{
+	struct writer w[NR_WRITERS];
+	struct tmpfs t;
+	struct sfs_file *f;
+
+	/* 6 MiB of blocks x 3 passes through a 256 KiB cache and a 1 MiB
+	 * metadata pool (sixteen extents' worth): writers throttle and wait
+	 * on metadata tickets all the time. */
+	setup(&t, 64 * MiB, 1 * MiB, 256 * KiB);
+	t.cfg.preempt = _i;
+	do_mount(&t);
+	f = create(t.fs, "/shared");
+	for (unsigned i = 0; i < NR_WRITERS; i++) {
+		w[i] = (struct writer){ .fs = t.fs, .f = f, .id = i };
+		ck_assert_int_eq(pthread_create(&w[i].thread, NULL, writer_main,
+						&w[i]), 0);
+	}
+	for (unsigned i = 0; i < NR_WRITERS; i++) {
+		pthread_join(w[i].thread, NULL);
+		ck_assert_int_eq(w[i].err, 0);
+	}
+	verify_blocks(t.fs, f);
+	ck_assert_uint_gt(snap(t.fs, "meta.tickets"), 0);
+	ck_assert_uint_gt(snap(t.fs, "cow_pinned_pages"), 0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	verify_blocks(t.fs, f);
+	sfs_release(t.fs, f);
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_int_eq(sfs_open(t.fs, "/shared", O_RDONLY, &f), 0);
+	verify_blocks(t.fs, f);
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
+START_TEST(test_namespace_items)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	uint64_t leaves;
+
+	setup(&t, 64 * MiB, 4 * MiB, 1 * MiB);
+	do_mount(&t);
+	leaves = snap(t.fs, "engine.leaves");
+	ck_assert_int_eq(sfs_mkdir(t.fs, "/d", 0755), 0);
+	f = create(t.fs, "/d/x");
+	sfs_release(t.fs, f);
+	ck_assert_int_eq(sfs_symlink(t.fs, "x", "/d/l"), 0);
+	ck_assert_int_eq(sfs_link(t.fs, "/d/x", "/d/y"), 0);
+	ck_assert_int_eq(sfs_chmod(t.fs, "/d/x", 0600), 0);
+	ck_assert_int_eq(sfs_rename(t.fs, "/d/y", "/d/z", 0), 0);
+	/* Queued, each holding one item's metadata. */
+	ck_assert_uint_eq(snap(t.fs, "items_queued"), 6);
+	ck_assert_uint_eq(snap(t.fs, "rsv.delayed_items"), 6 * 4 * 16 * KiB);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "items_queued"), 0);
+	/* d, x, l: three new leaves. */
+	ck_assert_uint_eq(snap(t.fs, "engine.leaves"), leaves + 3);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/d/z"), 0);	/* x still linked */
+	ck_assert_int_eq(sfs_unlink(t.fs, "/d/x"), 0);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/d/l"), 0);
+	ck_assert_int_eq(sfs_rmdir(t.fs, "/d"), 0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "engine.leaves"), leaves);
+	teardown(&t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("spacefs-engine");
+	TCase *tc = tcase_create("engine");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_nowait_cache_full);
+	tcase_add_test(tc, test_nowait_enospc);
+	tcase_add_test(tc, test_nowait_edquot);
+	tcase_add_test(tc, test_cow_pins);
+	tcase_add_test(tc, test_namespace_items);
+	/* Without and with preemptive flushing. */
+	tcase_add_loop_test(tc, test_concurrent_writers, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
