@@ -207,6 +207,12 @@ static void async_reclaim_metadata(struct srsv_space *s)
 	last_tickets_id = s->tickets_id;
 	while (idx < arr->nr && !commit_cycles && skip_first_cycle(arr->states[idx]))
 		idx++;
+	/* An array of first-cycle-skipped states only: the first cycle is
+	 * empty, start with the second. */
+	if (idx >= arr->nr) {
+		idx = 0;
+		commit_cycles = 1;
+	}
 	srsv__unlock(&s->lock);
 
 	while (idx < arr->nr) {

@@ -316,13 +316,16 @@ static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
 
 static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 {
-	struct srsv_space *s = t->space;
-	struct srsv_ctx *ctx = s->ctx;
+	struct srsv_space *s;
+	struct srsv_ctx *ctx;
 	struct timespec deadline_ts, *deadline = NULL;
 	int ret;
 
+	/* A ticket that ended at once (bad input included) has no pool. */
 	if (AO_load_acquire(&t->state) == SRSV__TICKET_DONE)
 		goto done;
+	s = t->space;
+	ctx = s->ctx;
 	if (timeout_ns != UINT64_MAX) {
 		srsv__deadline(&deadline_ts, timeout_ns);
 		deadline = &deadline_ts;

@@ -549,7 +549,10 @@ try_reserve:
 	/*
 	 * All hope is lost, but reservations are pessimistic: if the bytes
 	 * physically fit, take them rather than fail the engine's operation.
+	 * (A data pool has no emergency mode: btrfs's chain is metadata's.)
 	 */
+	if (rsv->space->is_data && !rsv->space->is_metadata)
+		return -ENOSPC;
 	ret = srsv_space_reserve(rsv->space, bytes, SRSV_FLUSH_EMERGENCY, 0);
 	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_EMERGENCY, bytes, ret);
 	if (ret)

@@ -1,0 +1,2307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reference model of libspacersv's accounting (see model.h).
+ *
+ * HOW TO READ IT
+ *
+ * Every function is the library's documented behaviour written the
+ * simplest way: integers, arrays, one thread.  Where the headers leave a
+ * detail open (which flush state comes first, what a walk does when it
+ * runs out of states), the model follows btrfs's space-info.c and
+ * block-rsv.c as digested in research/btrfs-upstream.md.  Sums that could
+ * exceed 64 bits in contrived states (forced read-only space on top of an
+ * overcommitted pool) are computed in 128 bits: the model has no
+ * wrap-around, so a wrap in the library shows up as a disagreement.
+ *
+ * Places where the model says what the library SHOULD do, where it did
+ * otherwise when this was written (docs/reliability.md, "Known
+ * disagreements", keeps the current list):
+ * - a forced pool growth (ALLOC_CHUNK_FORCE) that added nothing marks the
+ *   pool full whatever the callback returned: otherwise a callback that
+ *   keeps failing with, say, -EIO makes the data walks loop for ever
+ *   (fixed in the library since);
+ * - an async metadata walk whose first-cycle states are all skipped (an
+ *   overriding array of only DELALLOC_FULL / ALLOC_CHUNK_FORCE) ends its
+ *   first cycle at once, like any other walk, instead of never starting;
+ * - the use_fallback chain of an rsv in a pool that takes no EMERGENCY
+ *   reservation (a DATA pool) ends with -ENOSPC, its documented "every
+ *   step failed", not with the -EINVAL of the mode check.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "model.h"
+
+typedef unsigned __int128 u128;
+
+#define GIB (UINT64_C(1) << 30)
+/* btrfs: maybe_fail_all_tickets() after "commit_cycles > 2". */
+#define MAX_COMMIT_CYCLES 2
+/* btrfs keeps 10% of the global reserve out of reach of stealing. */
+#define STEAL_KEEP_PERCENT 10
+/* srsv_zoned_finish_one() retries a choice that went busy this often. */
+#define FINISH_ONE_TRIES 4
+
+/* Internal charge modes (srsv__space_try_charge()). */
+#define CHARGE_NO_OVERCOMMIT (-1)
+#define CHARGE_EMERGENCY (-2)
+
+/* The slot blocking reserve calls use. */
+#define INTERNAL_SLOT MODEL_TICKETS
+
+static const enum srsv_flush_state def_async_md[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_DELAYED_REFS_NR, SRSV_STATE_DELAYED_REFS,
+	SRSV_STATE_DELALLOC, SRSV_STATE_DELALLOC_WAIT,
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_ALLOC_CHUNK,
+	SRSV_STATE_ALLOC_CHUNK_FORCE, SRSV_STATE_RUN_DELAYED_IPUTS,
+	SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RESET_ZONES,
+};
+static const enum srsv_flush_state def_async_data[] = {
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_RUN_DELAYED_IPUTS,
+	SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RECLAIM_ZONES,
+	SRSV_STATE_RESET_ZONES, SRSV_STATE_ALLOC_CHUNK_FORCE,
+};
+static const enum srsv_flush_state def_priority[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_RESET_ZONES, SRSV_STATE_ALLOC_CHUNK,
+};
+static const enum srsv_flush_state def_evict[] = {
+	SRSV_STATE_DELAYED_ITEMS_NR, SRSV_STATE_DELAYED_ITEMS,
+	SRSV_STATE_DELAYED_REFS_NR, SRSV_STATE_DELAYED_REFS,
+	SRSV_STATE_DELALLOC, SRSV_STATE_DELALLOC_WAIT,
+	SRSV_STATE_DELALLOC_FULL, SRSV_STATE_ALLOC_CHUNK,
+	SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RESET_ZONES,
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t mult_perc(uint64_t v, unsigned pct)
+{
+	return v / 100 * pct + v % 100 * pct / 100;
+}
+
+static bool bad_size(uint64_t bytes)
+{
+	return bytes == 0 || bytes > SRSV_MAX_BYTES;
+}
+
+/*
+ * Counters refuse to grow past 2 * SRSV_MAX_BYTES (a pool is at most
+ * SRSV_MAX_BYTES; twice that leaves room for forced read-only space) and
+ * to go below 0: -EINVAL, nothing changed.
+ */
+static int ctr_add(uint64_t *c, uint64_t bytes)
+{
+	if (bytes > SRSV_MAX_BYTES || *c + bytes > 2 * SRSV_MAX_BYTES)
+		return -EINVAL;
+	*c += bytes;
+	return 0;
+}
+
+static int ctr_sub(uint64_t *c, uint64_t bytes)
+{
+	if (*c < bytes)
+		return -EINVAL;
+	*c -= bytes;
+	return 0;
+}
+
+static u128 claimed(const struct model_pool *p);
+
+/*
+ * The counters that are not reservations (used, reserved, pinned,
+ * readonly, zone_unusable) are also bounded as a sum, to 2^63, so that no
+ * sum of counters can wrap.  Moves between two of them add first and
+ * subtract second, so the bound applies to the sum plus the moving bytes.
+ */
+static int claim_add(struct model_pool *p, uint64_t *c, uint64_t bytes)
+{
+	if (claimed(p) + bytes > 2 * SRSV_MAX_BYTES)
+		return -EINVAL;
+	return ctr_add(c, bytes);
+}
+
+static struct model_pool *pool_of(struct model *m, int pool)
+{
+	if (pool < 0 || pool >= SRSV_POOL_COUNT || !m->pools[pool].exists)
+		return NULL;
+	return &m->pools[pool];
+}
+
+static int metadata_pool(const struct model *m)
+{
+	return m->pools[SRSV_POOL_MIXED].exists ? SRSV_POOL_MIXED :
+						  SRSV_POOL_METADATA;
+}
+
+int model_space_of(const struct model *m, int kind)
+{
+	if (kind < 0 || kind >= SRSV_POOL_COUNT)
+		return -1;
+	if (m->pools[SRSV_POOL_MIXED].exists &&
+	    (kind == SRSV_POOL_DATA || kind == SRSV_POOL_METADATA))
+		return SRSV_POOL_MIXED;
+	return m->pools[kind].exists ? kind : -1;
+}
+
+static u128 claimed(const struct model_pool *p)
+{
+	return (u128)p->used + p->reserved + p->pinned + p->readonly +
+	       p->zone_unusable;
+}
+
+/* ---- tracing the callback ---- */
+
+static void log_call(struct model *m, int pool, int state, uint64_t bytes)
+{
+	if (m->log_len < MODEL_LOG) {
+		m->log[m->log_len].pool = pool;
+		m->log[m->log_len].state = state;
+		m->log[m->log_len].bytes = bytes;
+		m->log_len++;
+	}
+	m->log_total++;
+}
+
+/* ---- admission ---- */
+
+/* calc_available_free_space() */
+static uint64_t avail_free(const struct model *m, int mode)
+{
+	uint64_t avail = m->unallocated / m->raid_factor;
+
+	if (!avail || avail <= m->data_chunk_allowance)
+		return 0;
+	avail -= m->data_chunk_allowance;
+	if (mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL)
+		avail >>= 6;
+	else
+		avail >>= 1;
+	if (m->flags & SRSV_CTX_ZONED)
+		avail -= avail % m->zone_bytes;
+	return avail;
+}
+
+static bool fits(const struct model *m, const struct model_pool *p,
+		 uint64_t bytes, int mode)
+{
+	u128 used = claimed(p) + p->may_use;
+
+	if (mode == CHARGE_EMERGENCY)
+		return claimed(p) + bytes <= p->total;
+	if (used + bytes <= p->total)
+		return true;
+	if (mode == CHARGE_NO_OVERCOMMIT || p->is_data)
+		return false;
+	return used + bytes < (u128)p->total + avail_free(m, mode);
+}
+
+static bool charge(struct model *m, struct model_pool *p, uint64_t bytes,
+		   int mode)
+{
+	if (!fits(m, p, bytes, mode))
+		return false;
+	p->may_use += bytes;
+	return true;
+}
+
+/* ---- tickets ---- */
+
+static void queue_del(struct model_pool *p, int q, int t)
+{
+	for (unsigned i = 0; i < p->qlen[q]; i++) {
+		if (p->queue[q][i] != t)
+			continue;
+		memmove(&p->queue[q][i], &p->queue[q][i + 1],
+			(p->qlen[q] - i - 1) * sizeof(int));
+		p->qlen[q]--;
+		return;
+	}
+}
+
+static void ticket_remove(struct model *m, struct model_pool *p, int t)
+{
+	struct model_ticket *tk = &m->tickets[t];
+
+	queue_del(p, tk->priority ? MODEL_Q_PRIORITY : MODEL_Q_NORMAL, t);
+	p->reclaim_size -= tk->bytes;
+}
+
+static void ticket_end(struct model *m, struct model_pool *p, int t,
+		       int error)
+{
+	struct model_ticket *tk = &m->tickets[t];
+
+	tk->error = error;
+	tk->state = MODEL_T_DONE;
+	if (error)
+		p->failed++;
+	else
+		p->granted++;
+}
+
+/* btrfs_try_granting_tickets() */
+static void try_grant(struct model *m, struct model_pool *p)
+{
+	static const int modes[2] = { SRSV_NO_FLUSH, SRSV_FLUSH_ALL };
+
+	for (int q = 0; q < 2; q++) {
+		while (p->qlen[q]) {
+			int t = p->queue[q][0];
+
+			if (!charge(m, p, m->tickets[t].bytes, modes[q]))
+				break;
+			ticket_remove(m, p, t);
+			m->tickets[t].bytes = 0;
+			p->tickets_id++;
+			ticket_end(m, p, t, 0);
+		}
+	}
+}
+
+static void fail_all(struct model *m, struct model_pool *p, int error)
+{
+	for (int q = 0; q < 2; q++) {
+		while (p->qlen[q]) {
+			int t = p->queue[q][0];
+
+			ticket_remove(m, p, t);
+			ticket_end(m, p, t, error);
+		}
+	}
+}
+
+/* ---- flushing ---- */
+
+static void zoned_flush(struct model *m, int pool, int state, uint64_t wanted);
+
+static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
+{
+	struct model_pool *p = &m->pools[pool];
+	uint64_t total_before = p->total;
+	int ret = -EOPNOTSUPP;
+
+	if (m->zoned && (state == SRSV_STATE_RESET_ZONES ||
+			 state == SRSV_STATE_RECLAIM_ZONES))
+		zoned_flush(m, pool, state, bytes);
+	log_call(m, pool, state, bytes);
+	if (m->hooks.flush) {
+		m->in_callback++;
+		ret = m->hooks.flush(m, pool, state, bytes, m->hooks.user);
+		m->in_callback--;
+	}
+	if (state == SRSV_STATE_ALLOC_CHUNK ||
+	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
+		bool grew = p->total != total_before;
+
+		/*
+		 * -ENOSPC or "no such state": the pool cannot grow.  A forced
+		 * growth that added nothing, whatever it returned, means the
+		 * same (see the file comment).
+		 */
+		if (ret == -ENOSPC || ret == -EOPNOTSUPP ||
+		    (state == SRSV_STATE_ALLOC_CHUNK_FORCE && !grew))
+			p->full = true;
+		if (ret == -ENOSPC)
+			ret = 0;
+	}
+	p->flushes[state]++;
+	return ret;
+}
+
+/* btrfs_calc_reclaim_metadata_size() */
+static uint64_t calc_reclaim(const struct model *m, const struct model_pool *p)
+{
+	u128 to_reclaim = p->reclaim_size;
+	u128 limit = (u128)p->total + avail_free(m, SRSV_FLUSH_ALL);
+	u128 used = claimed(p) + p->may_use;
+
+	if (limit < used)
+		to_reclaim += used - limit;
+	return to_reclaim > UINT64_MAX ? UINT64_MAX : (uint64_t)to_reclaim;
+}
+
+/* steal_from_global_rsv() */
+static bool steal(struct model *m, struct model_pool *p, int t)
+{
+	struct model_ticket *tk = &m->tickets[t];
+	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
+
+	if (!tk->steal || !g->valid || g->pool != p->kind)
+		return false;
+	if (g->reserved < mult_perc(g->size, STEAL_KEEP_PERCENT) + tk->bytes)
+		return false;
+	g->reserved -= tk->bytes;
+	ticket_remove(m, p, t);
+	tk->bytes = 0;
+	p->tickets_id++;
+	ticket_end(m, p, t, 0);
+	return true;
+}
+
+/* maybe_fail_all_tickets(): true when a ticket was granted meanwhile. */
+static bool maybe_fail_all(struct model *m, struct model_pool *p)
+{
+	uint64_t id = p->tickets_id;
+
+	while (p->qlen[MODEL_Q_NORMAL] && id == p->tickets_id) {
+		int t = p->queue[MODEL_Q_NORMAL][0];
+
+		if (!m->error && steal(m, p, t))
+			return true;
+		ticket_remove(m, p, t);
+		ticket_end(m, p, t, m->error ? m->error : -ENOSPC);
+		if (!m->error)
+			try_grant(m, p);
+	}
+	return id != p->tickets_id;
+}
+
+/* Shutdown or an engine error ends a walk, failing every ticket. */
+static bool walk_interrupted(struct model *m, struct model_pool *p)
+{
+	if (m->closing) {
+		fail_all(m, p, -ESHUTDOWN);
+		return true;
+	}
+	if (m->error) {
+		fail_all(m, p, m->error);
+		return true;
+	}
+	return false;
+}
+
+static bool skip_first_cycle(int state)
+{
+	return state == SRSV_STATE_DELALLOC_FULL ||
+	       state == SRSV_STATE_ALLOC_CHUNK_FORCE;
+}
+
+/* btrfs_async_reclaim_metadata_space() */
+static void async_md(struct model *m, int pool)
+{
+	struct model_pool *p = &m->pools[pool];
+	const struct srsv_state_array *arr = &m->async_md;
+	unsigned idx = 0, cycles = 0;
+	uint64_t to_reclaim, last;
+
+	p->async_runs++;
+	try_grant(m, p);
+	if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
+		p->flush = false;
+		return;
+	}
+	to_reclaim = calc_reclaim(m, p);
+	last = p->tickets_id;
+	for (;;) {
+		/* Do not empty the system of dirty data, or force a barely
+		 * used chunk, before one commit had its chance. */
+		while (idx < arr->nr && !cycles && skip_first_cycle(arr->states[idx]))
+			idx++;
+		if (idx >= arr->nr) {
+			cycles++;
+			if (cycles > MAX_COMMIT_CYCLES) {
+				if (maybe_fail_all(m, p)) {
+					idx = 0;
+					cycles--;
+				} else {
+					p->flush = false;
+					return;
+				}
+			} else {
+				idx = 0;
+			}
+			continue;
+		}
+		flush_space(m, pool, to_reclaim, arr->states[idx]);
+		if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
+			p->flush = false;
+			return;
+		}
+		to_reclaim = calc_reclaim(m, p);
+		if (last == p->tickets_id) {
+			idx++;
+		} else {
+			/* Progress: the cheap states work, keep using them. */
+			last = p->tickets_id;
+			idx = 0;
+			if (cycles)
+				cycles--;
+		}
+	}
+}
+
+static bool array_has(const struct srsv_state_array *arr, int state)
+{
+	for (unsigned i = 0; i < arr->nr; i++)
+		if ((int)arr->states[i] == state)
+			return true;
+	return false;
+}
+
+/* btrfs_async_reclaim_data_space() */
+static void async_data(struct model *m, int pool)
+{
+	struct model_pool *p = &m->pools[pool];
+	const struct srsv_state_array *arr = &m->async_data;
+	uint64_t last;
+	unsigned idx = 0;
+
+	p->async_runs++;
+	try_grant(m, p);
+	if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
+		p->flush = false;
+		return;
+	}
+	last = p->tickets_id;
+	while (!p->full) {
+		flush_space(m, pool, p->reclaim_size,
+			    SRSV_STATE_ALLOC_CHUNK_FORCE);
+		if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
+			p->flush = false;
+			return;
+		}
+		last = p->tickets_id;
+	}
+	while (idx < arr->nr) {
+		flush_space(m, pool, p->reclaim_size, arr->states[idx]);
+		if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
+			p->flush = false;
+			return;
+		}
+		if (last == p->tickets_id) {
+			idx++;
+		} else {
+			last = p->tickets_id;
+			idx = 0;
+		}
+		if (idx >= arr->nr) {
+			/* An array that cannot grow the pool counts as full. */
+			bool full = p->full ||
+				    !array_has(arr, SRSV_STATE_ALLOC_CHUNK_FORCE);
+
+			if (full && !maybe_fail_all(m, p)) {
+				p->flush = false;
+				return;
+			}
+			idx = 0;
+		}
+	}
+}
+
+/* priority_reclaim_data_space(): force growth while the pool can grow. */
+static void priority_reclaim_data(struct model *m, int pool, int t)
+{
+	struct model_pool *p = &m->pools[pool];
+	struct model_ticket *tk = &m->tickets[t];
+
+	while (tk->state == MODEL_T_QUEUED && !p->full && !m->closing)
+		flush_space(m, pool, tk->bytes, SRSV_STATE_ALLOC_CHUNK_FORCE);
+	if (tk->state == MODEL_T_QUEUED && !m->closing) {
+		ticket_remove(m, p, t);
+		ticket_end(m, p, t, -ENOSPC);
+		try_grant(m, p);
+	}
+}
+
+/* priority_reclaim_metadata_space() */
+static void priority_reclaim(struct model *m, int pool, int t)
+{
+	struct model_pool *p = &m->pools[pool];
+	struct model_ticket *tk = &m->tickets[t];
+	const struct srsv_state_array *arr;
+	uint64_t to_reclaim;
+
+	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
+		priority_reclaim_data(m, pool, t);
+		return;
+	}
+	arr = tk->mode == SRSV_FLUSH_EVICT ? &m->evict : &m->priority;
+	to_reclaim = calc_reclaim(m, p);
+	for (unsigned i = 0; i < arr->nr; i++) {
+		if (tk->state != MODEL_T_QUEUED || m->closing)
+			return;
+		flush_space(m, pool, to_reclaim, arr->states[i]);
+	}
+	if (tk->state != MODEL_T_QUEUED || m->closing)
+		return;
+	if (m->error) {
+		ticket_remove(m, p, t);
+		ticket_end(m, p, t, m->error);
+	} else if (!steal(m, p, t)) {
+		ticket_remove(m, p, t);
+		ticket_end(m, p, t, -ENOSPC);
+	}
+	try_grant(m, p);
+}
+
+/* ---- ctx ---- */
+
+#define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+
+static bool states_ok(const struct srsv_state_array *a)
+{
+	if (a->nr > SRSV_MAX_STATES)
+		return false;
+	for (unsigned i = 0; i < a->nr; i++)
+		if ((int)a->states[i] < SRSV_STATE_DELAYED_ITEMS_NR ||
+		    (int)a->states[i] >= SRSV_STATE_COUNT)
+			return false;
+	return true;
+}
+
+static void states_default(struct srsv_state_array *a,
+			   const enum srsv_flush_state *def, unsigned nr)
+{
+	if (a->nr)
+		return;
+	memcpy(a->states, def, nr * sizeof(*def));
+	a->nr = nr;
+}
+
+static void pool_init(struct model_pool *p, int kind, uint64_t total)
+{
+	memset(p, 0, sizeof(*p));
+	p->exists = true;
+	p->kind = kind;
+	p->is_data = kind == SRSV_POOL_DATA || kind == SRSV_POOL_MIXED;
+	p->is_metadata = kind == SRSV_POOL_METADATA || kind == SRSV_POOL_MIXED;
+	p->total = total;
+	p->clamp = 1;
+}
+
+static void std_rsv_init(struct model *m, int type, int pool)
+{
+	struct model_rsv *r = &m->rsvs[type];
+
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	r->std = true;
+	r->pool = pool;
+	r->type = type;
+}
+
+static void global_settle(struct model *m);
+
+int model_create(struct model *m, const struct srsv_config *cfg)
+{
+	uint64_t sum = 0, device, chunk;
+	struct srsv_config c;
+
+	memset(m, 0, sizeof(*m));
+	for (int k = 0; k < SRSV_ZONE_KIND_COUNT; k++)
+		m->dedicated[k] = -1;
+	if (!cfg || cfg->size != sizeof(*cfg))
+		return -EINVAL;
+	c = *cfg;
+	if (c.flags & ~(unsigned)KNOWN_FLAGS)
+		return -EINVAL;
+	if (!c.data_chunk_bytes)
+		c.data_chunk_bytes = GIB;
+	if (!c.metadata_raid_factor)
+		c.metadata_raid_factor = 1;
+	if (c.metadata_raid_factor > 4)
+		return -EINVAL;
+	if (!c.item_bytes)
+		c.item_bytes = UINT64_C(16384) * 8 * 2;
+	if (!c.zone_bytes)
+		c.zone_bytes = UINT64_C(256) << 20;
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		if (c.pool_bytes[i] > SRSV_MAX_BYTES)
+			return -EINVAL;
+		sum += c.pool_bytes[i];
+	}
+	if (sum > SRSV_MAX_BYTES || c.unallocated_bytes > SRSV_MAX_BYTES ||
+	    c.device_bytes > SRSV_MAX_BYTES ||
+	    c.global_rsv_bytes > SRSV_MAX_BYTES ||
+	    c.item_bytes > SRSV_MAX_BYTES ||
+	    c.data_chunk_bytes > SRSV_MAX_BYTES ||
+	    c.zone_bytes > SRSV_MAX_BYTES ||
+	    c.delalloc_extent_meta_bytes > SRSV_MAX_BYTES ||
+	    c.delalloc_max_extent_bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!states_ok(&c.async_metadata_states) ||
+	    !states_ok(&c.async_data_states) || !states_ok(&c.priority_states) ||
+	    !states_ok(&c.evict_states))
+		return -EINVAL;
+	/* The model is single-threaded and has no preemptive flusher. */
+	if ((c.flags & (SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT)) !=
+	    (SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT))
+		return -ENOTSUP;
+
+	m->flags = c.flags;
+	m->zone_bytes = c.zone_bytes;
+	m->item_bytes = c.item_bytes;
+	m->raid_factor = c.metadata_raid_factor;
+	m->have_quota_flush = c.quota_flush != NULL;
+	m->async_md = c.async_metadata_states;
+	m->async_data = c.async_data_states;
+	m->priority = c.priority_states;
+	m->evict = c.evict_states;
+	states_default(&m->async_md, def_async_md, ARRAY_SIZE(def_async_md) -
+		       ((c.flags & SRSV_CTX_ZONED) ? 0 : 1));
+	states_default(&m->async_data, def_async_data,
+		       ARRAY_SIZE(def_async_data));
+	states_default(&m->priority, def_priority, ARRAY_SIZE(def_priority));
+	states_default(&m->evict, def_evict, ARRAY_SIZE(def_evict));
+
+	device = c.device_bytes ? c.device_bytes : sum + c.unallocated_bytes;
+	if (c.flags & SRSV_CTX_ZONED) {
+		m->data_chunk_allowance = c.zone_bytes;
+	} else {
+		chunk = min64(c.data_chunk_bytes, mult_perc(device, 10));
+		m->data_chunk_allowance = min64(chunk, GIB);
+	}
+	m->unallocated = c.unallocated_bytes;
+
+	if (c.flags & SRSV_CTX_MIXED) {
+		pool_init(&m->pools[SRSV_POOL_MIXED], SRSV_POOL_MIXED,
+			  c.pool_bytes[SRSV_POOL_MIXED]);
+	} else {
+		pool_init(&m->pools[SRSV_POOL_DATA], SRSV_POOL_DATA,
+			  c.pool_bytes[SRSV_POOL_DATA]);
+		pool_init(&m->pools[SRSV_POOL_METADATA], SRSV_POOL_METADATA,
+			  c.pool_bytes[SRSV_POOL_METADATA]);
+	}
+	pool_init(&m->pools[SRSV_POOL_SYSTEM], SRSV_POOL_SYSTEM,
+		  c.pool_bytes[SRSV_POOL_SYSTEM]);
+
+	std_rsv_init(m, SRSV_RSV_GLOBAL, metadata_pool(m));
+	std_rsv_init(m, SRSV_RSV_TRANS, metadata_pool(m));
+	std_rsv_init(m, SRSV_RSV_DELOPS, metadata_pool(m));
+	std_rsv_init(m, SRSV_RSV_DELREFS, metadata_pool(m));
+	std_rsv_init(m, SRSV_RSV_DELALLOC, metadata_pool(m));
+	if (c.global_rsv_bytes) {
+		m->rsvs[SRSV_RSV_GLOBAL].size = c.global_rsv_bytes;
+		global_settle(m);
+	}
+	m->created = true;
+	return 0;
+}
+
+void model_set_hooks(struct model *m, const struct model_hooks *hooks)
+{
+	m->hooks = *hooks;
+}
+
+int model_ctx_set_unallocated(struct model *m, uint64_t bytes)
+{
+	if (bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	m->unallocated = bytes;
+	/* More room to overcommit into: metadata tickets may fit now. */
+	for (int i = 0; i < SRSV_POOL_COUNT; i++)
+		if (m->pools[i].exists && !m->pools[i].is_data)
+			try_grant(m, &m->pools[i]);
+	return 0;
+}
+
+static int add_signed(uint64_t *v, int64_t delta)
+{
+	uint64_t mag = delta < 0 ? (uint64_t)0 - (uint64_t)delta :
+				   (uint64_t)delta;
+
+	if (mag > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (delta < 0) {
+		if (mag > *v)
+			return -EINVAL;
+		*v -= mag;
+	} else {
+		if (*v + mag > SRSV_MAX_BYTES)
+			return -EINVAL;
+		*v += mag;
+	}
+	return 0;
+}
+
+int model_ctx_account_delalloc(struct model *m, int64_t delalloc_delta,
+			       int64_t ordered_delta)
+{
+	uint64_t d = m->delalloc, o = m->ordered;
+
+	if (add_signed(&d, delalloc_delta) || add_signed(&o, ordered_delta))
+		return -EINVAL;
+	m->delalloc = d;
+	m->ordered = o;
+	return 0;
+}
+
+int model_ctx_set_error(struct model *m, int error)
+{
+	if (error >= 0)
+		return -EINVAL;
+	m->error = error;
+	for (int i = 0; i < SRSV_POOL_COUNT; i++)
+		if (m->pools[i].exists)
+			fail_all(m, &m->pools[i], error);
+	return 0;
+}
+
+int model_ctx_shutdown(struct model *m)
+{
+	if (m->in_callback)
+		return -EDEADLK;
+	if (m->closing)
+		return 0;
+	m->closing = true;
+	for (int i = 0; i < SRSV_POOL_COUNT; i++)
+		if (m->pools[i].exists)
+			fail_all(m, &m->pools[i], -ESHUTDOWN);
+	return 0;
+}
+
+int model_ctx_run_pending(struct model *m)
+{
+	unsigned bits;
+	int ran = 0;
+
+	if (m->in_callback)
+		return -EDEADLK;
+	bits = m->pending_md;
+	m->pending_md = 0;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		if (!(bits & (1u << k)) || !m->pools[k].exists)
+			continue;
+		ran++;
+		async_md(m, k);
+	}
+	bits = m->pending_data;
+	m->pending_data = 0;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		if (!(bits & (1u << k)) || !m->pools[k].exists)
+			continue;
+		ran++;
+		async_data(m, k);
+	}
+	return ran;
+}
+
+/* ---- the reserve path ---- */
+
+static bool mode_valid_for(const struct model_pool *p, int mode)
+{
+	switch (mode) {
+	case SRSV_NO_FLUSH:
+		return true;
+	case SRSV_FLUSH_DATA:
+	case SRSV_FLUSH_FREE_SPACE_INODE:
+		return p->is_data;
+	case SRSV_FLUSH_LIMIT:
+	case SRSV_FLUSH_EVICT:
+	case SRSV_FLUSH_ALL:
+	case SRSV_FLUSH_ALL_STEAL:
+	case SRSV_FLUSH_EMERGENCY:
+		return p->is_metadata || !p->is_data;
+	default:
+		return false;
+	}
+}
+
+static bool is_async_mode(int mode)
+{
+	return mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
+	       mode == SRSV_FLUSH_DATA;
+}
+
+/* The queue-jumping rule: which queued tickets this mode must respect. */
+static bool pending_for(const struct model_pool *p, int mode)
+{
+	if (mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
+	    mode == SRSV_NO_FLUSH)
+		return p->qlen[0] + p->qlen[1] != 0;
+	return p->qlen[MODEL_Q_PRIORITY] != 0;
+}
+
+static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
+			int mode)
+{
+	if (!pending_for(p, mode) && charge(m, p, bytes, mode))
+		return true;
+	return mode == SRSV_FLUSH_EMERGENCY &&
+	       charge(m, p, bytes, CHARGE_EMERGENCY);
+}
+
+static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
+			 int mode, unsigned flags)
+{
+	struct model_pool *p = pool_of(m, pool);
+	struct model_ticket *tk = &m->tickets[t];
+
+	if (!p || bad_size(bytes) || mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)SRSV_RESERVE_NOWAIT) || !mode_valid_for(p, mode))
+		return -EINVAL;
+	if (try_reserve(m, p, bytes, mode))
+		return 0;
+	if (flags & SRSV_RESERVE_NOWAIT)
+		return -EAGAIN;
+	/* More than the pool could ever become: fail at once. */
+	if (bytes > p->total + m->unallocated)
+		return -ENOSPC;
+	if (m->closing)
+		return -ESHUTDOWN;
+	if (mode == SRSV_NO_FLUSH || mode == SRSV_FLUSH_EMERGENCY)
+		return -ENOSPC;
+	if (m->in_callback)
+		return -EDEADLK;
+	if (m->error)
+		return m->error;
+
+	memset(tk, 0, sizeof(*tk));
+	tk->pool = pool;
+	tk->mode = mode;
+	tk->bytes = bytes;
+	tk->orig_bytes = bytes;
+	tk->priority = !is_async_mode(mode);
+	tk->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
+	tk->state = MODEL_T_QUEUED;
+	{
+		int q = tk->priority ? MODEL_Q_PRIORITY : MODEL_Q_NORMAL;
+
+		p->queue[q][p->qlen[q]++] = t;
+	}
+	p->reclaim_size += bytes;
+	try_grant(m, p);
+	if (tk->state == MODEL_T_DONE)
+		return tk->error;
+	if (!tk->priority && !p->flush) {
+		/* Preemptive flushing did not keep up: clamp down. */
+		if (!(m->flags & SRSV_CTX_FIXED_CLAMP) &&
+		    m->ordered < m->delalloc && p->clamp < 8)
+			p->clamp++;
+		p->flush = true;
+		if (mode == SRSV_FLUSH_DATA)
+			m->pending_data |= 1u << pool;
+		else
+			m->pending_md |= 1u << pool;
+	}
+	return -EINPROGRESS;
+}
+
+static int finish_start(struct model *m, int pool, int t, int ret)
+{
+	struct model_ticket *tk = &m->tickets[t];
+
+	if (ret != -EINPROGRESS) {
+		memset(tk, 0, sizeof(*tk));
+		tk->pool = pool_of(m, pool) ? pool : -1;
+		tk->error = ret;
+		tk->state = MODEL_T_DONE;
+	}
+	return ret;
+}
+
+int model_ticket_reserve(struct model *m, int pool, int slot, uint64_t bytes,
+			 int mode, unsigned flags)
+{
+	if (slot < 0 || slot > INTERNAL_SLOT)
+		return -EINVAL;
+	return finish_start(m, pool, slot,
+			    reserve_start(m, pool, slot, bytes, mode, flags));
+}
+
+static int wait_forever(struct model *m, int t)
+{
+	struct model_ticket *tk = &m->tickets[t];
+
+	if (tk->state == MODEL_T_QUEUED && tk->priority)
+		priority_reclaim(m, tk->pool, t);
+	if (tk->state == MODEL_T_QUEUED)
+		return MODEL_BLOCKS;
+	return tk->error;
+}
+
+int model_ticket_wait(struct model *m, int slot, uint64_t timeout_ns)
+{
+	struct model_ticket *tk;
+
+	if (slot < 0 || slot > INTERNAL_SLOT)
+		return -EINVAL;
+	tk = &m->tickets[slot];
+	if (tk->state == MODEL_T_IDLE)
+		return -EINVAL;
+	if (tk->state == MODEL_T_DONE)
+		return tk->error;
+	if (timeout_ns == 0)
+		return -EINPROGRESS;
+	if (timeout_ns != UINT64_MAX)
+		return -ENOTSUP;
+	return wait_forever(m, slot);
+}
+
+int model_ticket_cancel(struct model *m, int slot)
+{
+	struct model_ticket *tk;
+	struct model_pool *p;
+
+	if (slot < 0 || slot > INTERNAL_SLOT)
+		return -EINVAL;
+	tk = &m->tickets[slot];
+	if (tk->state == MODEL_T_IDLE)
+		return -EINVAL;
+	if (tk->state != MODEL_T_QUEUED)
+		return -EALREADY;
+	p = &m->pools[tk->pool];
+	ticket_remove(m, p, slot);
+	ticket_end(m, p, slot, -ECANCELED);
+	try_grant(m, p);
+	return 0;
+}
+
+int model_space_reserve(struct model *m, int pool, uint64_t bytes, int mode,
+			unsigned flags)
+{
+	int ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
+
+	if (ret != -EINPROGRESS)
+		return ret;
+	return wait_forever(m, INTERNAL_SLOT);
+}
+
+int model_space_reserve_timeout(struct model *m, int pool, uint64_t bytes,
+				int mode, unsigned flags, uint64_t timeout_ns)
+{
+	struct model_ticket *tk = &m->tickets[INTERNAL_SLOT];
+	int ret;
+
+	if (timeout_ns == UINT64_MAX)
+		return model_space_reserve(m, pool, bytes, mode, flags);
+	if (timeout_ns != 0)
+		return -ENOTSUP;
+	ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
+	if (ret != -EINPROGRESS)
+		return ret;
+	/* "Do not wait at all": take the ticket back unless granted. */
+	if (tk->state == MODEL_T_QUEUED) {
+		struct model_pool *p = &m->pools[pool];
+
+		ticket_remove(m, p, INTERNAL_SLOT);
+		ticket_end(m, p, INTERNAL_SLOT, -ETIMEDOUT);
+		try_grant(m, p);
+	}
+	return tk->error;
+}
+
+/* ---- transitions ---- */
+
+int model_space_release(struct model *m, int pool, uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	if (ctr_sub(&p->may_use, bytes))
+		return -EINVAL;
+	try_grant(m, p);
+	return 0;
+}
+
+/* Move @bytes from one counter to another (or to free: @to NULL). */
+static int move(struct model *m, int pool, uint64_t *(*from)(struct model_pool *),
+		uint64_t *(*to)(struct model_pool *), uint64_t bytes, bool grant)
+{
+	struct model_pool *p = pool_of(m, pool);
+	uint64_t *f, *t;
+
+	if (!p || bad_size(bytes))
+		return -EINVAL;
+	f = from(p);
+	t = to ? to(p) : NULL;
+	if (*f < bytes)
+		return -EINVAL;
+	if (t && claim_add(p, t, bytes))
+		return -EINVAL;
+	*f -= bytes;
+	if (grant)
+		try_grant(m, p);
+	return 0;
+}
+
+static uint64_t *c_may_use(struct model_pool *p) { return &p->may_use; }
+static uint64_t *c_reserved(struct model_pool *p) { return &p->reserved; }
+static uint64_t *c_used(struct model_pool *p) { return &p->used; }
+static uint64_t *c_pinned(struct model_pool *p) { return &p->pinned; }
+static uint64_t *c_readonly(struct model_pool *p) { return &p->readonly; }
+
+int model_space_alloc(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_may_use, c_reserved, bytes, false);
+}
+
+int model_space_free_reserved(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_reserved, NULL, bytes, true);
+}
+
+int model_space_commit_used(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_reserved, c_used, bytes, false);
+}
+
+int model_space_pin(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_used, c_pinned, bytes, false);
+}
+
+int model_space_unpin(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_pinned, NULL, bytes, true);
+}
+
+int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes)
+{
+	return move(m, pool, c_readonly, NULL, bytes, true);
+}
+
+int model_space_grow(struct model *m, int pool, uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p || bad_size(bytes) || p->total + bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	p->total += bytes;
+	p->full = false;
+	try_grant(m, p);
+	return 0;
+}
+
+int model_space_shrink(struct model *m, int pool, uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p || bad_size(bytes) || p->readonly < bytes || p->total < bytes)
+		return -EINVAL;
+	p->readonly -= bytes;
+	p->total -= bytes;
+	return 0;
+}
+
+int model_space_set_readonly(struct model *m, int pool, uint64_t bytes,
+			     bool force)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p || bad_size(bytes))
+		return -EINVAL;
+	if (!force && !fits(m, p, bytes, CHARGE_NO_OVERCOMMIT))
+		return -ENOSPC;
+	return claim_add(p, &p->readonly, bytes);
+}
+
+int model_space_set_full(struct model *m, int pool, bool full)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p)
+		return -EINVAL;
+	p->full = full;
+	return 0;
+}
+
+/* ---- block reservations ---- */
+
+static struct model_rsv *rsv_of(struct model *m, int rsv)
+{
+	if (rsv < 0 || rsv >= MODEL_RSVS || !m->rsvs[rsv].valid)
+		return NULL;
+	return &m->rsvs[rsv];
+}
+
+int model_ctx_rsv(const struct model *m, int type)
+{
+	switch (type) {
+	case SRSV_RSV_GLOBAL:
+	case SRSV_RSV_TRANS:
+	case SRSV_RSV_DELOPS:
+	case SRSV_RSV_DELREFS:
+	case SRSV_RSV_DELALLOC:
+		return m->rsvs[type].valid ? type : -1;
+	default:
+		return -1;
+	}
+}
+
+int model_rsv_init(struct model *m, int rsv, int pool, int type)
+{
+	struct model_rsv *r;
+
+	if (rsv < SRSV_RSV_TYPE_COUNT || rsv >= MODEL_RSVS ||
+	    !pool_of(m, pool) || type <= SRSV_RSV_GLOBAL ||
+	    type >= SRSV_RSV_TYPE_COUNT)
+		return -EINVAL;
+	r = &m->rsvs[rsv];
+	memset(r, 0, sizeof(*r));
+	r->valid = true;
+	r->pool = pool;
+	r->type = type;
+	return 0;
+}
+
+int model_rsv_destroy(struct model *m, int rsv)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+	int ret;
+
+	if (!r || r->std)
+		return -EINVAL;
+	ret = model_rsv_release(m, rsv, SRSV_RSV_ALL, NULL);
+	if (ret)
+		return ret;
+	r->valid = false;
+	return 0;
+}
+
+/* btrfs_block_rsv_add_bytes() */
+static void add_bytes(struct model_rsv *r, uint64_t bytes, bool update_size)
+{
+	r->reserved += bytes;
+	if (update_size)
+		r->size += bytes;
+}
+
+/* btrfs_block_rsv_use_bytes() */
+static int use_bytes(struct model_rsv *r, uint64_t bytes)
+{
+	if (r->reserved < bytes)
+		return -ENOSPC;
+	r->reserved -= bytes;
+	return 0;
+}
+
+int model_rsv_add(struct model *m, int rsv, uint64_t bytes, int mode,
+		  unsigned flags)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+	int ret;
+
+	if (!r || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	ret = model_space_reserve(m, r->pool, bytes, mode, flags);
+	if (!ret)
+		add_bytes(r, bytes, true);
+	return ret;
+}
+
+int model_rsv_refill(struct model *m, int rsv, uint64_t min_reserved,
+		     int mode, unsigned flags)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+	uint64_t missing;
+	int ret;
+
+	if (!r || min_reserved > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (r->reserved >= min_reserved)
+		return 0;
+	missing = min_reserved - r->reserved;
+	ret = model_space_reserve(m, r->pool, missing, mode, flags);
+	if (!ret)
+		add_bytes(r, missing, false);
+	return ret;
+}
+
+int model_rsv_use(struct model *m, int rsv, uint64_t bytes)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+
+	if (!r || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	return use_bytes(r, bytes);
+}
+
+int model_rsv_migrate(struct model *m, int src, int dst, uint64_t bytes,
+		      bool update_size)
+{
+	struct model_rsv *s = rsv_of(m, src), *d = rsv_of(m, dst);
+	int ret;
+
+	if (!s || !d || src == dst || s->pool != d->pool ||
+	    bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	ret = use_bytes(s, bytes);
+	if (!ret)
+		add_bytes(d, bytes, update_size);
+	return ret;
+}
+
+int model_rsv_check(struct model *m, int rsv, unsigned min_percent)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+
+	if (!r || min_percent > 100)
+		return -EINVAL;
+	return r->reserved >= mult_perc(r->size, min_percent) ? 0 : -ENOSPC;
+}
+
+/* Where the excess of a released rsv goes (btrfs_block_rsv_release()). */
+static struct model_rsv *spill_target(struct model *m, int rsv)
+{
+	struct model_rsv *r = &m->rsvs[rsv];
+	struct model_rsv *t = NULL;
+
+	if (r->type == SRSV_RSV_DELOPS)
+		t = rsv_of(m, SRSV_RSV_GLOBAL);
+	else if (rsv != SRSV_RSV_GLOBAL && rsv != SRSV_RSV_DELREFS)
+		t = rsv_of(m, SRSV_RSV_DELREFS);
+	if (t && t->pool != r->pool)
+		t = NULL;
+	return t;
+}
+
+int model_rsv_release(struct model *m, int rsv, uint64_t bytes,
+		      uint64_t *released)
+{
+	struct model_rsv *r = rsv_of(m, rsv), *t;
+	uint64_t excess = 0, spilled = 0;
+
+	if (!r)
+		return -EINVAL;
+	if (bytes == SRSV_RSV_ALL)
+		bytes = r->size;
+	else if (bytes > r->size)
+		return -EINVAL;
+	r->size -= bytes;
+	if (r->reserved >= r->size) {
+		excess = r->reserved - r->size;
+		r->reserved = r->size;
+	}
+	if (released)
+		*released = excess;
+	if (!excess)
+		return 0;
+	t = spill_target(m, rsv);
+	if (t && t->size > t->reserved) {
+		spilled = min64(excess, t->size - t->reserved);
+		add_bytes(t, spilled, false);
+	}
+	if (excess > spilled)
+		model_space_release(m, r->pool, excess - spilled);
+	return 0;
+}
+
+/* btrfs_update_global_block_rsv(): fill to the size or give back. */
+static void global_settle(struct model *m)
+{
+	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
+	struct model_pool *p = &m->pools[g->pool];
+
+	if (g->reserved < g->size) {
+		/* Unconditional: the global reserve may overcommit. */
+		p->may_use += g->size - g->reserved;
+		g->reserved = g->size;
+	} else if (g->reserved > g->size) {
+		/* A caller that released bytes it did not own may have left
+		 * may_use short: the library then gives back what is left. */
+		ctr_sub(&p->may_use, g->reserved - g->size);
+		g->reserved = g->size;
+		try_grant(m, p);
+	}
+	if (g->size >= p->total)
+		p->force_alloc = true;
+}
+
+int model_ctx_resize_global_rsv(struct model *m, uint64_t bytes)
+{
+	if (bytes > SRSV_MAX_BYTES || !m->rsvs[SRSV_RSV_GLOBAL].valid)
+		return -EINVAL;
+	m->rsvs[SRSV_RSV_GLOBAL].size = bytes;
+	global_settle(m);
+	return 0;
+}
+
+int model_rsv_use_fallback(struct model *m, int rsv, uint64_t bytes,
+			   int *used_rsv)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+	struct model_rsv *g = rsv_of(m, SRSV_RSV_GLOBAL);
+	bool global_updated = false;
+	int paid = rsv, ret;
+
+	if (!r || bad_size(bytes))
+		return -EINVAL;
+	if (r->size == 0)
+		goto try_reserve;
+again:
+	ret = use_bytes(r, bytes);
+	if (!ret)
+		goto out;
+	if (r->failfast)
+		return ret;
+	if (rsv == SRSV_RSV_GLOBAL && !global_updated) {
+		global_updated = true;
+		global_settle(m);
+		goto again;
+	}
+try_reserve:
+	ret = model_space_reserve(m, r->pool, bytes, SRSV_NO_FLUSH, 0);
+	if (!ret)
+		goto out;
+	if (rsv != SRSV_RSV_GLOBAL && g && g->pool == r->pool &&
+	    !use_bytes(g, bytes)) {
+		paid = SRSV_RSV_GLOBAL;
+		goto out;
+	}
+	/* All hope is lost, but if the bytes physically fit, take them.  A
+	 * pool that takes no EMERGENCY reservation has no such last step. */
+	if (!mode_valid_for(&m->pools[r->pool], SRSV_FLUSH_EMERGENCY))
+		return -ENOSPC;
+	ret = model_space_reserve(m, r->pool, bytes, SRSV_FLUSH_EMERGENCY, 0);
+	if (ret)
+		return ret;
+out:
+	if (used_rsv)
+		*used_rsv = paid;
+	return 0;
+}
+
+int model_rsv_set_failfast(struct model *m, int rsv, bool failfast)
+{
+	struct model_rsv *r = rsv_of(m, rsv);
+
+	if (!r)
+		return -EINVAL;
+	r->failfast = failfast;
+	return 0;
+}
+
+/* ---- quotas ---- */
+
+static struct model_quota *quota_of(struct model *m, int q)
+{
+	if (q < 0 || q >= MODEL_QUOTAS || !m->quotas[q].exists)
+		return NULL;
+	return &m->quotas[q];
+}
+
+static bool limit_ok(uint64_t limit)
+{
+	return limit <= SRSV_MAX_BYTES || limit == SRSV_QUOTA_NO_LIMIT;
+}
+
+uint64_t model_quota_charged(const struct model *m, int q)
+{
+	const struct model_quota *qu = &m->quotas[q];
+	uint64_t sum = qu->used;
+
+	for (int k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
+		sum += qu->reserved[k];
+	return sum;
+}
+
+int model_quota_create(struct model *m, int q, uint64_t id, uint64_t limit)
+{
+	if (q < 0 || q >= MODEL_QUOTAS || !limit_ok(limit))
+		return -EINVAL;
+	if (model_quota_lookup(m, id) >= 0)
+		return -EEXIST;
+	memset(&m->quotas[q], 0, sizeof(m->quotas[q]));
+	m->quotas[q].exists = true;
+	m->quotas[q].id = id;
+	m->quotas[q].limit = limit;
+	return 0;
+}
+
+int model_quota_destroy(struct model *m, int q)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu)
+		return -EINVAL;
+	for (int k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
+		if (qu->reserved[k])
+			return -EBUSY;
+	qu->exists = false;
+	return 0;
+}
+
+int model_quota_lookup(const struct model *m, uint64_t id)
+{
+	/* Quotas are looked up in creation order; ids are unique anyway. */
+	for (int q = 0; q < MODEL_QUOTAS; q++)
+		if (m->quotas[q].exists && m->quotas[q].id == id)
+			return q;
+	return -ENOENT;
+}
+
+int model_quota_set_limit(struct model *m, int q, uint64_t limit)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu || !limit_ok(limit))
+		return -EINVAL;
+	qu->limit = limit;
+	return 0;
+}
+
+static int admit(struct model *m, int q, int kind, uint64_t bytes)
+{
+	struct model_quota *qu = &m->quotas[q];
+	uint64_t charged = model_quota_charged(m, q);
+
+	if (charged > qu->limit || bytes > qu->limit - charged)
+		return -EDQUOT;
+	qu->reserved[kind] += bytes;
+	return 0;
+}
+
+int model_quota_reserve(struct model *m, int q, int kind, uint64_t bytes,
+			unsigned flags)
+{
+	struct model_quota *qu = quota_of(m, q);
+	int ret;
+
+	if (!qu || kind < 0 || kind >= SRSV_QUOTA_KIND_COUNT ||
+	    bytes > SRSV_MAX_BYTES ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_QUOTA_NOFLUSH)))
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	ret = admit(m, q, kind, bytes);
+	if (ret != -EDQUOT)
+		return ret;
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		qu->edquot++;
+		return -EAGAIN;
+	}
+	if ((flags & SRSV_QUOTA_NOFLUSH) || !m->have_quota_flush) {
+		qu->edquot++;
+		return -EDQUOT;
+	}
+	/* A flusher that flushed would wait for itself. */
+	if (m->in_callback)
+		return -EDEADLK;
+	/* A flush (or a wait for one) stops at shutdown or an engine
+	 * error, as a ticket would. */
+	if (m->closing)
+		return -ESHUTDOWN;
+	if (m->error)
+		return m->error;
+	qu->flushes++;
+	ret = 0;
+	if (m->hooks.quota_flush) {
+		m->in_callback++;
+		ret = m->hooks.quota_flush(m, q, m->hooks.user);
+		m->in_callback--;
+	}
+	/* A failed flush fails the reservation, no retry. */
+	if (ret) {
+		qu->edquot++;
+		return -EDQUOT;
+	}
+	ret = admit(m, q, kind, bytes);
+	if (ret)
+		qu->edquot++;
+	return ret;
+}
+
+int model_quota_release(struct model *m, int q, int kind, uint64_t bytes)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu || kind < 0 || kind >= SRSV_QUOTA_KIND_COUNT)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	return ctr_sub(&qu->reserved[kind], bytes);
+}
+
+int model_quota_convert(struct model *m, int q, uint64_t bytes)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	if (ctr_sub(&qu->reserved[SRSV_QUOTA_META_PREALLOC], bytes))
+		return -EINVAL;
+	qu->reserved[SRSV_QUOTA_META_PERTRANS] += bytes;
+	return 0;
+}
+
+int model_quota_commit_one(struct model *m, int q, uint64_t *freed)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu)
+		return -EINVAL;
+	if (freed)
+		*freed = qu->reserved[SRSV_QUOTA_META_PERTRANS];
+	qu->reserved[SRSV_QUOTA_META_PERTRANS] = 0;
+	return 0;
+}
+
+int model_quota_commit(struct model *m, uint64_t *freed)
+{
+	uint64_t sum = 0, one;
+
+	for (int q = 0; q < MODEL_QUOTAS; q++) {
+		if (!m->quotas[q].exists)
+			continue;
+		model_quota_commit_one(m, q, &one);
+		sum += one;
+	}
+	if (freed)
+		*freed = sum;
+	return 0;
+}
+
+int model_quota_charge_used(struct model *m, int q, uint64_t bytes)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	if (ctr_sub(&qu->reserved[SRSV_QUOTA_DATA], bytes))
+		return -EINVAL;
+	qu->used += bytes;
+	return 0;
+}
+
+int model_quota_free_used(struct model *m, int q, uint64_t bytes)
+{
+	struct model_quota *qu = quota_of(m, q);
+
+	if (!qu)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	return ctr_sub(&qu->used, bytes);
+}
+
+/* ---- zones ---- */
+
+enum { CLASS_DATA = 0, CLASS_METADATA = 1, CLASS_SYSTEM = 2 };
+
+static const int zone_pool[SRSV_ZONE_KIND_COUNT] = {
+	[SRSV_ZONE_DATA] = SRSV_POOL_DATA,
+	[SRSV_ZONE_METADATA] = SRSV_POOL_METADATA,
+	[SRSV_ZONE_SYSTEM] = SRSV_POOL_SYSTEM,
+	[SRSV_ZONE_DATA_RELOC] = SRSV_POOL_DATA,
+	[SRSV_ZONE_TREELOG] = SRSV_POOL_METADATA,
+};
+
+static const int zone_class[SRSV_ZONE_KIND_COUNT] = {
+	[SRSV_ZONE_DATA] = CLASS_DATA,
+	[SRSV_ZONE_METADATA] = CLASS_METADATA,
+	[SRSV_ZONE_SYSTEM] = CLASS_SYSTEM,
+	[SRSV_ZONE_DATA_RELOC] = CLASS_DATA,
+	[SRSV_ZONE_TREELOG] = CLASS_METADATA,
+};
+
+static bool zone_dedicated_kind(int kind)
+{
+	return kind == SRSV_ZONE_DATA_RELOC || kind == SRSV_ZONE_TREELOG;
+}
+
+static struct model_group *group_of(struct model *m, int g)
+{
+	if (g < 0 || g >= MODEL_GROUPS || !m->groups[g].exists)
+		return NULL;
+	return &m->groups[g];
+}
+
+static uint64_t room(const struct model_group *g)
+{
+	return g->capacity - g->alloc_offset;
+}
+
+static uint64_t tail(const struct model_group *g)
+{
+	return g->length - g->capacity;
+}
+
+int model_zoned_init(struct model *m, const struct srsv_zoned_config *cfg)
+{
+	if (!cfg || cfg->size != sizeof(*cfg) || !(m->flags & SRSV_CTX_ZONED))
+		return -EINVAL;
+	if (cfg->reclaim_threshold_pct < 1 || cfg->reclaim_threshold_pct > 100)
+		return -EINVAL;
+	if (cfg->max_active_zones &&
+	    cfg->max_active_zones <=
+	    (uint64_t)cfg->reserved_metadata + cfg->reserved_system)
+		return -EINVAL;
+	if (m->zoned)
+		return -EALREADY;
+	m->zoned = true;
+	m->zcfg = *cfg;
+	m->have_zone_reset = cfg->zone_reset != NULL;
+	m->have_zone_relocate = cfg->zone_relocate != NULL;
+	return 0;
+}
+
+int model_zone_group_add(struct model *m, int kind, uint64_t start,
+			 uint64_t length, uint64_t capacity, int *out)
+{
+	struct model_pool *p;
+	struct model_group *g;
+	int pool, slot = -1;
+
+	if (!m->zoned || kind < 0 || kind >= SRSV_ZONE_KIND_COUNT)
+		return -EINVAL;
+	if (!length || !capacity || capacity > length ||
+	    length > SRSV_MAX_BYTES || start > UINT64_MAX - length)
+		return -EINVAL;
+	pool = model_space_of(m, zone_pool[kind]);
+	if (pool < 0)
+		return -EINVAL;
+	p = &m->pools[pool];
+	for (int i = 0; i < MODEL_GROUPS; i++) {
+		const struct model_group *o = &m->groups[i];
+
+		if (!o->exists) {
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (start < o->start + o->length && o->start < start + length)
+			return -EINVAL;
+	}
+	if (slot < 0)
+		return -ENOMEM;		/* the model's table is full */
+	if (p->total + length > SRSV_MAX_BYTES ||
+	    claim_add(p, &p->zone_unusable, length - capacity))
+		return -EINVAL;
+	p->total += length;
+	p->full = false;
+	try_grant(m, p);
+	g = &m->groups[slot];
+	memset(g, 0, sizeof(*g));
+	g->exists = true;
+	g->kind = kind;
+	g->pool = pool;
+	g->start = start;
+	g->length = length;
+	g->capacity = capacity;
+	g->zone_unusable = length - capacity;
+	if (out)
+		*out = slot;
+	return 0;
+}
+
+static unsigned reserved_left(const struct model *m, int class)
+{
+	unsigned reserved = class == CLASS_METADATA ? m->zcfg.reserved_metadata :
+			    class == CLASS_SYSTEM ? m->zcfg.reserved_system : 0;
+
+	return reserved > m->active_by_class[class] ?
+	       reserved - m->active_by_class[class] : 0;
+}
+
+/* The tokens a class may take: the unreserved ones and its own. */
+static bool may_take_token(const struct model *m, int class)
+{
+	unsigned others = 0;
+
+	if (!m->zcfg.max_active_zones)
+		return true;
+	for (int c = 0; c < 3; c++)
+		if (c != class)
+			others += reserved_left(m, c);
+	return m->zcfg.max_active_zones - m->active_count > others;
+}
+
+static void close_group(struct model *m, int gi)
+{
+	struct model_group *g = &m->groups[gi];
+
+	if (!g->open)
+		return;
+	for (unsigned i = 0; i < m->nr_active_list; i++) {
+		if (m->active[i] != gi)
+			continue;
+		memmove(&m->active[i], &m->active[i + 1],
+			(m->nr_active_list - i - 1) * sizeof(int));
+		m->nr_active_list--;
+		break;
+	}
+	g->open = false;
+	if (m->dedicated[g->kind] == gi)
+		m->dedicated[g->kind] = -1;
+}
+
+/* The group leaves the active list and gives its token back. */
+static void release_token(struct model *m, int gi)
+{
+	struct model_group *g = &m->groups[gi];
+
+	close_group(m, gi);
+	g->active = false;
+	m->active_count--;
+	m->active_by_class[zone_class[g->kind]]--;
+	m->active_by_kind[g->kind]--;
+}
+
+static bool resettable(const struct model_group *g);
+static bool sparse(const struct model *m, const struct model_group *g);
+
+/*
+ * A group that became a candidate joins the tail of its queue: fully
+ * freed groups the RESET_ZONES queue, sparse ones (when the engine can
+ * relocate) the RECLAIM_ZONES queue.  Busy groups are queued by their
+ * flusher when it lets go.
+ */
+static void queue_candidate(struct model *m, int gi)
+{
+	struct model_group *g = &m->groups[gi];
+	bool unused, reclaim;
+
+	if (g->busy)
+		return;
+	unused = resettable(g);
+	reclaim = !unused && m->have_zone_relocate && sparse(m, g);
+	if (unused && !g->on_unused) {
+		m->unused[g->pool][m->nr_unused[g->pool]++] = gi;
+		g->on_unused = true;
+	}
+	if (reclaim && !g->on_reclaim) {
+		m->reclaim[g->pool][m->nr_reclaim[g->pool]++] = gi;
+		g->on_reclaim = true;
+	}
+}
+
+/* Remove @gi from the queue @q of @nr entries. */
+static void queue_remove(int *q, unsigned *nr, int gi)
+{
+	for (unsigned i = 0; i < *nr; i++) {
+		if (q[i] != gi)
+			continue;
+		memmove(&q[i], &q[i + 1], (*nr - i - 1) * sizeof(int));
+		(*nr)--;
+		return;
+	}
+}
+
+int model_zone_group_activate(struct model *m, int gi)
+{
+	struct model_group *g = group_of(m, gi);
+	int class;
+
+	if (!g)
+		return -EINVAL;
+	class = zone_class[g->kind];
+	if (g->busy)
+		return -EBUSY;
+	if (g->alloc_offset == g->capacity)
+		return -ENOSPC;
+	if (g->active)
+		return 0;
+	if (!may_take_token(m, class))
+		return -EBUSY;
+	g->active = true;
+	g->open = true;
+	m->active[m->nr_active_list++] = gi;
+	m->active_count++;
+	m->active_by_class[class]++;
+	m->active_by_kind[g->kind]++;
+	if (zone_dedicated_kind(g->kind) && m->dedicated[g->kind] < 0)
+		m->dedicated[g->kind] = gi;
+	return 0;
+}
+
+static int finish_group(struct model *m, int gi)
+{
+	struct model_group *g = &m->groups[gi];
+	uint64_t wasted;
+
+	if (g->busy)
+		return -EBUSY;
+	if (!g->active)
+		return -EALREADY;
+	if (g->reserved)
+		return -EBUSY;
+	wasted = room(g);
+	if (wasted) {
+		struct model_pool *p = &m->pools[g->pool];
+
+		if (claim_add(p, &p->zone_unusable, wasted))
+			return -EINVAL;
+		g->zone_unusable += wasted;
+		g->alloc_offset = g->capacity;
+	}
+	release_token(m, gi);
+	/* Finishing an empty or mostly freed group makes a candidate. */
+	queue_candidate(m, gi);
+	return 0;
+}
+
+int model_zone_group_finish(struct model *m, int gi)
+{
+	if (!group_of(m, gi))
+		return -EINVAL;
+	return finish_group(m, gi);
+}
+
+int model_zoned_finish_one(struct model *m, int *finished)
+{
+	int ret = -ENOENT;
+
+	if (!m->zoned)
+		return -EINVAL;
+	for (int tries = 0; tries < FINISH_ONE_TRIES; tries++) {
+		int best = -1;
+		uint64_t best_room = UINT64_MAX;
+		bool saw_busy = false;
+
+		for (unsigned i = 0; i < m->nr_active_list; i++) {
+			const struct model_group *g = &m->groups[m->active[i]];
+
+			if (g->kind != SRSV_ZONE_DATA || !g->alloc_offset)
+				continue;
+			if (g->reserved) {
+				saw_busy = true;
+				continue;
+			}
+			if (room(g) < best_room) {
+				best = m->active[i];
+				best_room = room(g);
+			}
+		}
+		if (best < 0)
+			return saw_busy ? -EBUSY : -ENOENT;
+		ret = finish_group(m, best);
+		if (!ret) {
+			if (finished)
+				*finished = best;
+			return 0;
+		}
+		if (ret != -EBUSY)
+			return ret;
+	}
+	return ret;
+}
+
+int model_zone_hint(struct model *m, int kind, uint64_t bytes, int *out)
+{
+	int chosen = -1, pool;
+	unsigned looked = 0;
+
+	if (!m->zoned || kind < 0 || kind >= SRSV_ZONE_KIND_COUNT ||
+	    bad_size(bytes))
+		return -EINVAL;
+	pool = model_space_of(m, zone_pool[kind]);
+	if (pool < 0)
+		return -EINVAL;
+	if (zone_dedicated_kind(kind) && m->dedicated[kind] >= 0) {
+		looked++;
+		if (room(&m->groups[m->dedicated[kind]]) >= bytes)
+			chosen = m->dedicated[kind];
+	}
+	if (chosen < 0) {
+		for (unsigned i = 0; i < m->nr_active_list; i++) {
+			const struct model_group *g = &m->groups[m->active[i]];
+
+			looked++;
+			if (g->kind == kind && g->pool == pool &&
+			    room(g) >= bytes) {
+				chosen = m->active[i];
+				break;
+			}
+		}
+		if (chosen >= 0 && zone_dedicated_kind(kind))
+			m->dedicated[kind] = chosen;
+	}
+	m->hints++;
+	m->hint_looked += looked;
+	if (chosen < 0)
+		return -ENOSPC;
+	if (out)
+		*out = chosen;
+	return 0;
+}
+
+int model_zone_group_alloc(struct model *m, int gi, uint64_t bytes,
+			   uint64_t *logical)
+{
+	struct model_group *g = group_of(m, gi);
+
+	if (!g || bad_size(bytes))
+		return -EINVAL;
+	if (!g->open || room(g) < bytes)
+		return -ENOSPC;
+	if (logical)
+		*logical = g->start + g->alloc_offset;
+	g->alloc_offset += bytes;
+	g->reserved += bytes;
+	/* Full: off the list at once (the hint must never see it); the
+	 * token stays until the last write lands. */
+	if (g->alloc_offset == g->capacity)
+		close_group(m, gi);
+	return 0;
+}
+
+int model_zone_group_written(struct model *m, int gi, uint64_t bytes)
+{
+	struct model_group *g = group_of(m, gi);
+
+	if (!g || bad_size(bytes) || g->reserved < bytes)
+		return -EINVAL;
+	g->used += bytes;
+	g->reserved -= bytes;
+	/* The last write into a full zone landed: no longer active. */
+	if (!g->reserved && g->active && g->alloc_offset == g->capacity) {
+		release_token(m, gi);
+		queue_candidate(m, gi);
+	}
+	return 0;
+}
+
+/* Bytes below the write pointer become zone_unusable, group and pool. */
+static int to_unusable(struct model *m, int gi, bool from_reserved,
+		       uint64_t bytes)
+{
+	struct model_group *g = group_of(m, gi);
+	struct model_pool *p;
+	uint64_t *gfrom, *pfrom;
+
+	if (!g || bad_size(bytes))
+		return -EINVAL;
+	p = &m->pools[g->pool];
+	gfrom = from_reserved ? &g->reserved : &g->used;
+	pfrom = from_reserved ? &p->reserved : &p->used;
+	if (*gfrom < bytes || *pfrom < bytes)
+		return -EINVAL;
+	if (claim_add(p, &p->zone_unusable, bytes))
+		return -EINVAL;
+	*pfrom -= bytes;
+	g->zone_unusable += bytes;
+	*gfrom -= bytes;
+	if (from_reserved && !g->reserved && g->active &&
+	    g->alloc_offset == g->capacity)
+		release_token(m, gi);
+	queue_candidate(m, gi);
+	return 0;
+}
+
+int model_zone_group_abandon(struct model *m, int gi, uint64_t bytes)
+{
+	return to_unusable(m, gi, true, bytes);
+}
+
+int model_zone_group_free(struct model *m, int gi, uint64_t bytes)
+{
+	return to_unusable(m, gi, false, bytes);
+}
+
+void model_zone_group_info(const struct model *m, int gi,
+			   struct srsv_zone_group_info *info)
+{
+	const struct model_group *g = &m->groups[gi];
+
+	memset(info, 0, sizeof(*info));
+	info->start = g->start;
+	info->length = g->length;
+	info->capacity = g->capacity;
+	info->alloc_offset = g->alloc_offset;
+	info->used = g->used;
+	info->reserved = g->reserved;
+	info->zone_unusable = g->zone_unusable;
+	info->kind = g->kind;
+	info->pool = g->pool;
+	info->active = g->active;
+	info->open = g->open;
+	info->busy = g->busy;
+	info->dedicated = m->dedicated[g->kind] == gi;
+}
+
+void model_zoned_get_info(const struct model *m, struct srsv_zoned_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->max_active_zones = m->zcfg.max_active_zones;
+	info->active = m->active_count;
+	for (int k = 0; k < SRSV_ZONE_KIND_COUNT; k++)
+		info->active_by_kind[k] = m->active_by_kind[k];
+	info->reserved_metadata_left = reserved_left(m, CLASS_METADATA);
+	info->reserved_system_left = reserved_left(m, CLASS_SYSTEM);
+	info->open = m->nr_active_list;
+	for (int i = 0; i < MODEL_GROUPS; i++)
+		info->nr_groups += m->groups[i].exists;
+	info->hints = m->hints;
+	info->hint_groups_looked = m->hint_looked;
+	info->resets = m->resets;
+	info->relocations = m->relocations;
+	info->flush_groups_looked = m->flush_looked;
+}
+
+static bool resettable(const struct model_group *g)
+{
+	return !g->active && !g->used && !g->reserved &&
+	       g->zone_unusable == g->length;
+}
+
+static bool sparse(const struct model *m, const struct model_group *g)
+{
+	uint64_t freed = g->zone_unusable - tail(g);
+
+	return !g->active && g->alloc_offset == g->capacity && !g->reserved &&
+	       g->used && freed >= mult_perc(g->capacity,
+					     m->zcfg.reclaim_threshold_pct);
+}
+
+static int call_zone(struct model *m, int (*fn)(struct model *, int, void *),
+		     int gi)
+{
+	int ret;
+
+	if (!fn)
+		return 0;
+	m->in_callback++;
+	ret = fn(m, gi, m->hooks.user);
+	m->in_callback--;
+	return ret;
+}
+
+/*
+ * Reset a group marked busy: its capacity returns to the pool.  Returns
+ * the bytes given back; 0 (the engine or the accounting refused) leaves
+ * the group not busy and not queued.
+ */
+static uint64_t reset_group(struct model *m, int gi)
+{
+	struct model_group *g = &m->groups[gi];
+	struct model_pool *p = &m->pools[g->pool];
+	int ret = call_zone(m, m->have_zone_reset ? m->hooks.zone_reset : NULL,
+			    gi);
+	uint64_t freed = 0;
+
+	if (!ret && resettable(g) && p->zone_unusable >= g->capacity) {
+		p->zone_unusable -= g->capacity;
+		g->alloc_offset = 0;
+		g->zone_unusable = tail(g);
+		freed = g->capacity;
+		try_grant(m, p);
+		m->resets++;
+	}
+	g->busy = false;
+	return freed;
+}
+
+/* A flush of 0 bytes names no target: the batch alone bounds the pass. */
+static bool enough(uint64_t freed, uint64_t wanted)
+{
+	return wanted && freed >= wanted;
+}
+
+/* RESET_ZONES: the oldest fully freed groups first, until @wanted bytes
+ * are back or SRSV_ZONED_RESET_BATCH candidates were taken. */
+static void reset_zones(struct model *m, int pool, uint64_t wanted)
+{
+	int failed[SRSV_ZONED_RESET_BATCH];
+	unsigned nr_failed = 0;
+	uint64_t freed = 0;
+
+	for (unsigned taken = 0; taken < SRSV_ZONED_RESET_BATCH &&
+	     !enough(freed, wanted); taken++) {
+		struct model_group *g;
+		uint64_t got;
+		int gi;
+
+		if (!m->nr_unused[pool])
+			break;
+		gi = m->unused[pool][0];
+		queue_remove(m->unused[pool], &m->nr_unused[pool], gi);
+		g = &m->groups[gi];
+		g->on_unused = false;
+		m->flush_looked++;
+		if (g->busy || !resettable(g)) {
+			queue_candidate(m, gi);
+			continue;
+		}
+		g->busy = true;
+		got = reset_group(m, gi);
+		if (got)
+			freed += got;
+		else
+			failed[nr_failed++] = gi;
+	}
+	/* Not retried in the same pass: the device just refused them. */
+	for (unsigned i = 0; i < nr_failed; i++)
+		queue_candidate(m, failed[i]);
+}
+
+/*
+ * RECLAIM_ZONES: of the queued sparse groups, the SRSV_ZONED_RECLAIM_BATCH
+ * with the fewest used bytes (ties: queue order) are relocated and reset,
+ * until @wanted bytes are back.  Groups no longer sparse leave the queue;
+ * the others keep their place.
+ */
+static void reclaim_zones(struct model *m, int pool, uint64_t wanted)
+{
+	int batch[SRSV_ZONED_RECLAIM_BATCH], drop[MODEL_GROUPS];
+	int mine[MODEL_GROUPS];
+	unsigned nr = 0, nr_drop = 0, n = m->nr_reclaim[pool];
+	uint64_t freed = 0;
+
+	if (!m->have_zone_relocate)
+		return;
+	memcpy(mine, m->reclaim[pool], n * sizeof(int));
+	m->nr_reclaim[pool] = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct model_group *g = &m->groups[mine[i]];
+		unsigned j;
+
+		m->flush_looked++;
+		if (!sparse(m, g)) {
+			drop[nr_drop++] = mine[i];
+			mine[i] = -1;
+			continue;
+		}
+		if (nr == SRSV_ZONED_RECLAIM_BATCH &&
+		    g->used >= m->groups[batch[nr - 1]].used)
+			continue;
+		if (nr < SRSV_ZONED_RECLAIM_BATCH)
+			nr++;
+		for (j = nr - 1; j > 0 && m->groups[batch[j - 1]].used > g->used;
+		     j--)
+			batch[j] = batch[j - 1];
+		batch[j] = mine[i];
+	}
+	/* The chosen leave the queue, the rest keep their order. */
+	for (unsigned i = 0; i < n; i++) {
+		bool chosen = false;
+
+		if (mine[i] < 0)
+			continue;
+		for (unsigned j = 0; j < nr; j++)
+			chosen |= batch[j] == mine[i];
+		if (chosen)
+			m->groups[mine[i]].on_reclaim = false;
+		else
+			m->reclaim[pool][m->nr_reclaim[pool]++] = mine[i];
+	}
+	for (unsigned i = 0; i < nr_drop; i++) {
+		m->groups[drop[i]].on_reclaim = false;
+		queue_candidate(m, drop[i]);
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		struct model_group *g = &m->groups[batch[i]];
+		uint64_t got;
+
+		if (enough(freed, wanted) || g->busy || !sparse(m, g)) {
+			queue_candidate(m, batch[i]);
+			continue;
+		}
+		g->busy = true;
+		if (!call_zone(m, m->hooks.zone_relocate, batch[i]))
+			m->relocations++;
+		if (!resettable(g)) {
+			g->busy = false;
+			queue_candidate(m, batch[i]);
+			continue;
+		}
+		got = reset_group(m, batch[i]);
+		if (got)
+			freed += got;
+		else
+			queue_candidate(m, batch[i]);
+	}
+}
+
+static void zoned_flush(struct model *m, int pool, int state, uint64_t wanted)
+{
+	if (state == SRSV_STATE_RESET_ZONES)
+		reset_zones(m, pool, wanted);
+	else if (state == SRSV_STATE_RECLAIM_ZONES)
+		reclaim_zones(m, pool, wanted);
+}
+
+/* ---- views ---- */
+
+void model_space_info(const struct model *m, int pool,
+		      struct srsv_space_info *info,
+		      struct srsv_ticket_info *tickets, size_t max, size_t *nr)
+{
+	const struct model_pool *p = &m->pools[pool];
+	size_t n = 0;
+
+	memset(info, 0, sizeof(*info));
+	info->kind = p->kind;
+	info->total = p->total;
+	info->used = p->used;
+	info->pinned = p->pinned;
+	info->reserved = p->reserved;
+	info->may_use = p->may_use;
+	info->readonly = p->readonly;
+	info->zone_unusable = p->zone_unusable;
+	info->reclaim_size = p->reclaim_size;
+	info->tickets_id = p->tickets_id;
+	info->clamp = p->clamp;
+	info->full = p->full;
+	info->flushing = p->flush;
+	info->force_alloc = p->force_alloc;
+	info->nr_tickets = p->qlen[MODEL_Q_NORMAL];
+	info->nr_priority_tickets = p->qlen[MODEL_Q_PRIORITY];
+	info->unallocated = m->unallocated;
+	info->delalloc_bytes = m->delalloc;
+	info->ordered_bytes = m->ordered;
+	if (pool == metadata_pool(m)) {
+		info->global_rsv_size = m->rsvs[SRSV_RSV_GLOBAL].size;
+		info->global_rsv_reserved = m->rsvs[SRSV_RSV_GLOBAL].reserved;
+		info->trans_rsv_reserved = m->rsvs[SRSV_RSV_TRANS].reserved;
+		info->delayed_rsv_reserved = m->rsvs[SRSV_RSV_DELOPS].reserved;
+		info->delayed_refs_rsv_reserved =
+			m->rsvs[SRSV_RSV_DELREFS].reserved;
+	}
+	info->async_runs = p->async_runs;
+	memcpy(info->flushes, p->flushes, sizeof(info->flushes));
+	info->tickets_granted = p->granted;
+	info->tickets_failed = p->failed;
+	for (int q = 0; q < 2; q++) {
+		for (unsigned i = 0; i < p->qlen[q]; i++, n++) {
+			const struct model_ticket *t =
+				&m->tickets[p->queue[q][i]];
+
+			if (n >= max)
+				continue;
+			tickets[n].bytes = t->orig_bytes;
+			tickets[n].age_ns = 0;
+			tickets[n].mode = t->mode;
+			tickets[n].priority = q == MODEL_Q_PRIORITY;
+		}
+	}
+	if (nr)
+		*nr = n;
+}
+
+void model_rsv_info(const struct model *m, int rsv, struct srsv_rsv_info *info)
+{
+	const struct model_rsv *r = &m->rsvs[rsv];
+
+	memset(info, 0, sizeof(*info));
+	info->size = r->size;
+	info->reserved = r->reserved;
+	info->type = r->type;
+	/* rsv.h: "full" is reserved >= size. */
+	info->full = r->reserved >= r->size;
+	info->failfast = r->failfast;
+}
+
+void model_quota_info(const struct model *m, int q,
+		      struct srsv_quota_info *info)
+{
+	const struct model_quota *qu = &m->quotas[q];
+
+	memset(info, 0, sizeof(*info));
+	info->id = qu->id;
+	info->limit = qu->limit;
+	for (int k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
+		info->reserved[k] = qu->reserved[k];
+	info->used = qu->used;
+	info->charged = model_quota_charged(m, q);
+	info->flushes = qu->flushes;
+	info->flush_waits = qu->flush_waits;
+	info->edquot = qu->edquot;
+}
