@@ -143,14 +143,18 @@ void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 
 int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old;
+	AO_t old = AO_load_acquire(&s->may_use), seen;
 
-	do {
-		old = AO_load_acquire(&s->may_use);
+	/* A failed compare-and-swap hands back the current value: under
+	 * contention, retry from it without another load. */
+	for (;; old = seen) {
 		if (old < bytes)
 			return -EINVAL;
-	} while (!AO_compare_and_swap_full(&s->may_use, old,
-					   old - bytes));
+		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
+						      old - bytes);
+		if (seen == old)
+			break;
+	}
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
 }
@@ -226,15 +230,16 @@ static bool fits(const struct srsv_space *s, uint64_t may_use,
 
 bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode)
 {
-	AO_t may_use, claimed;
+	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
 
-	for (;;) {
-		may_use = AO_load_acquire(&s->may_use);
+	for (;; may_use = seen) {
+		/* Loaded after may_use: see "claimed" in internal.h. */
 		claimed = AO_load_acquire(&s->claimed);
 		if (!fits(s, may_use, claimed, bytes, mode))
 			return false;
-		if (AO_compare_and_swap_full(&s->may_use,
-					     may_use, may_use + bytes))
+		seen = AO_fetch_compare_and_swap_full(&s->may_use, may_use,
+						      may_use + bytes);
+		if (seen == may_use)
 			break;
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
