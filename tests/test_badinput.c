@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bad input to every public function of ctx.h, space.h and rsv.h: each
- * call gets its documented errno (or NULL) and changes nothing.  "Nothing"
- * is checked by comparing a full picture of the ctx before and after: every
+ * Bad input to every public function of ctx.h, space.h, rsv.h, quota.h,
+ * delalloc.h, zoned.h and debug.h: each call gets its documented errno (or
+ * NULL) and changes nothing.  "Nothing" is checked by comparing a full
+ * picture of the ctx before and after: every
  * field of every pool's snapshot (counters, flags, statistics, ctx-wide
  * figures), every standard and test-owned block reservation, and the
  * engine's call count (a function that fails never calls the callback).
@@ -891,15 +892,743 @@ START_TEST(test_ctx_resize_global_rsv_bad)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* quota.h */
+
+static bool same_quota(const struct srsv_quota_info *a,
+		       const struct srsv_quota_info *b)
+{
+	for (int k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
+		if (a->reserved[k] != b->reserved[k])
+			return false;
+	return a->id == b->id && a->limit == b->limit && a->used == b->used &&
+	       a->charged == b->charged && a->flushes == b->flushes &&
+	       a->flush_waits == b->flush_waits && a->edquot == b->edquot;
+}
+
+static struct srsv_quota_info qsnap(struct srsv_quota *q)
+{
+	struct srsv_quota_info info;
+
+	memset(&info, 0, sizeof(info));
+	ck_assert_int_eq(srsv_quota_snapshot(q, &info), 0);
+	return info;
+}
+
+/* As BAD(), and tenant @q's figures are unchanged too. */
+#define QBAD(q, call, err)						\
+	do {								\
+		struct srsv_quota_info qb_ = qsnap(q), qa_;		\
+		BAD(call, err);						\
+		qa_ = qsnap(q);						\
+		ck_assert_msg(same_quota(&qb_, &qa_),			\
+			      "%s changed the quota", #call);		\
+	} while (0)
+
+/* A tenant holding something of every kind: DATA 70K, META_PREALLOC 50K,
+ * META_PERTRANS 20K, used 30K, limit 1 MiB. */
+static struct srsv_quota *fixture_quota(uint64_t id)
+{
+	struct srsv_quota *q = NULL;
+
+	ck_assert_int_eq(srsv_quota_create(sim->ctx, id, 1 * MiB, &q), 0);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 100 * KiB, 0),
+			 0);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PREALLOC,
+					    50 * KiB, 0), 0);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PERTRANS,
+					    20 * KiB, 0), 0);
+	ck_assert_int_eq(srsv_quota_charge_used(q, 30 * KiB), 0);
+	return q;
+}
+
+START_TEST(test_quota_create_bad)
+{
+	struct srsv_quota *q = fixture_quota(7), *out = NULL;
+
+	BAD(srsv_quota_create(NULL, 1, MiB, &out), -EINVAL);
+	BAD(srsv_quota_create(sim->ctx, 1, MiB, NULL), -EINVAL);
+	BAD(srsv_quota_create(sim->ctx, 1, MAXB + 1, &out), -EINVAL);
+	BAD(srsv_quota_create(sim->ctx, 1, UINT64_MAX - 1, &out), -EINVAL);
+	ck_assert_ptr_null(out);
+	/* Nothing was created by the failures. */
+	ck_assert_int_eq(srsv_quota_lookup(sim->ctx, 1, &out), -ENOENT);
+	QBAD(q, srsv_quota_create(sim->ctx, 7, MiB, &out), -EEXIST);
+	ck_assert_ptr_null(out);
+	ck_assert_int_eq(srsv_quota_lookup(sim->ctx, 7, &out), 0);
+	ck_assert_ptr_eq(out, q);
+}
+END_TEST
+
+START_TEST(test_quota_destroy_bad)
+{
+	struct srsv_quota *q = fixture_quota(7), *out = NULL;
+
+	BAD(srsv_quota_destroy(NULL), -EINVAL);
+	QBAD(q, srsv_quota_destroy(q), -EBUSY);
+	ck_assert_int_eq(srsv_quota_lookup(sim->ctx, 7, &out), 0);
+	ck_assert_ptr_eq(out, q);
+}
+END_TEST
+
+START_TEST(test_quota_lookup_bad)
+{
+	struct srsv_quota *q = fixture_quota(7), *out = NULL;
+
+	QBAD(q, srsv_quota_lookup(NULL, 7, &out), -EINVAL);
+	QBAD(q, srsv_quota_lookup(sim->ctx, 7, NULL), -EINVAL);
+	QBAD(q, srsv_quota_lookup(sim->ctx, 8, &out), -ENOENT);
+	ck_assert_ptr_null(out);
+}
+END_TEST
+
+START_TEST(test_quota_set_limit_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+
+	BAD(srsv_quota_set_limit(NULL, MiB), -EINVAL);
+	QBAD(q, srsv_quota_set_limit(q, MAXB + 1), -EINVAL);
+	QBAD(q, srsv_quota_set_limit(q, UINT64_MAX - 1), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_quota_reserve_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+	struct srsv_quota_info i;
+
+	BAD(srsv_quota_reserve(NULL, SRSV_QUOTA_DATA, 4 * KiB, 0), -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, (enum srsv_quota_kind)-1, 4 * KiB, 0),
+	     -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_KIND_COUNT, 4 * KiB, 0),
+	     -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, 4 * KiB, 1u << 5),
+	     -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, 4 * KiB, 1u << 17),
+	     -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, 4 * KiB, 1u << 31),
+	     -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, MAXB + 1, 0), -EINVAL);
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, UINT64_MAX, 0),
+	     -EINVAL);
+	/* 0 is a documented no-op. */
+	QBAD(q, srsv_quota_reserve(q, SRSV_QUOTA_DATA, 0, 0), 0);
+
+	/* Past the limit: the refusal is counted in edquot, nothing else
+	 * changes. */
+	i = qsnap(q);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA,
+					    1 * MiB - i.charged + 1,
+					    SRSV_QUOTA_NOFLUSH), -EDQUOT);
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, MAXB, 0),
+			 -EDQUOT);	/* no quota flush callback */
+	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_META_PREALLOC,
+					    1 * MiB, SRSV_RESERVE_NOWAIT),
+			 -EAGAIN);
+	{
+		struct srsv_quota_info a = qsnap(q);
+
+		ck_assert_uint_eq(a.edquot, i.edquot + 3);
+		a.edquot = i.edquot;
+		ck_assert_msg(same_quota(&i, &a), "refusal changed the quota");
+	}
+}
+END_TEST
+
+START_TEST(test_quota_release_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+
+	BAD(srsv_quota_release(NULL, SRSV_QUOTA_DATA, 4 * KiB), -EINVAL);
+	QBAD(q, srsv_quota_release(q, (enum srsv_quota_kind)-1, 4 * KiB),
+	     -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_KIND_COUNT, 4 * KiB),
+	     -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_DATA, 70 * KiB + 1),
+	     -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_META_PREALLOC, 50 * KiB + 1),
+	     -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_META_PERTRANS, 20 * KiB + 1),
+	     -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_DATA, UINT64_MAX), -EINVAL);
+	QBAD(q, srsv_quota_release(q, SRSV_QUOTA_DATA, 0), 0);	/* no-op */
+}
+END_TEST
+
+START_TEST(test_quota_convert_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+
+	BAD(srsv_quota_convert(NULL, 4 * KiB), -EINVAL);
+	QBAD(q, srsv_quota_convert(q, 50 * KiB + 1), -EINVAL);
+	QBAD(q, srsv_quota_convert(q, UINT64_MAX), -EINVAL);
+	QBAD(q, srsv_quota_convert(q, 0), 0);	/* no-op */
+}
+END_TEST
+
+START_TEST(test_quota_commit_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+	uint64_t freed = 12345;
+
+	QBAD(q, srsv_quota_commit(NULL, &freed), -EINVAL);
+	QBAD(q, srsv_quota_commit(NULL, NULL), -EINVAL);
+	QBAD(q, srsv_quota_commit_one(NULL, &freed), -EINVAL);
+	QBAD(q, srsv_quota_commit_one(NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(freed, 12345);	/* untouched on failure */
+}
+END_TEST
+
+START_TEST(test_quota_charge_free_used_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+
+	BAD(srsv_quota_charge_used(NULL, 4 * KiB), -EINVAL);
+	QBAD(q, srsv_quota_charge_used(q, 70 * KiB + 1), -EINVAL);
+	QBAD(q, srsv_quota_charge_used(q, UINT64_MAX), -EINVAL);
+	QBAD(q, srsv_quota_charge_used(q, 0), 0);	/* no-op */
+	BAD(srsv_quota_free_used(NULL, 4 * KiB), -EINVAL);
+	QBAD(q, srsv_quota_free_used(q, 30 * KiB + 1), -EINVAL);
+	QBAD(q, srsv_quota_free_used(q, UINT64_MAX), -EINVAL);
+	QBAD(q, srsv_quota_free_used(q, 0), 0);		/* no-op */
+}
+END_TEST
+
+START_TEST(test_quota_snapshot_id_ctx_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+	struct srsv_quota_info info;
+
+	BAD(srsv_quota_snapshot(NULL, &info), -EINVAL);
+	QBAD(q, srsv_quota_snapshot(q, NULL), -EINVAL);
+	ck_assert_uint_eq(srsv_quota_id(NULL), 0);
+	BAD_PTR(srsv_quota_ctx(NULL));
+	ck_assert_uint_eq(srsv_quota_id(q), 7);
+	ck_assert_ptr_eq(srsv_quota_ctx(q), sim->ctx);
+	ck_assert_str_eq(srsv_quota_kind_name(-1), "unknown");
+	ck_assert_str_eq(srsv_quota_kind_name(SRSV_QUOTA_KIND_COUNT),
+			 "unknown");
+	ck_assert_str_eq(srsv_quota_kind_name(SRSV_QUOTA_DATA), "data");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* delalloc.h */
+
+START_TEST(test_delalloc_reserve_bad)
+{
+	struct srsv_quota *q = fixture_quota(7), *small = NULL, *foreign = NULL;
+	struct esim *other = esim_setup(MANUAL, MiB, MiB, 0);
+	struct srsv_delalloc_resv r;
+
+	/* No limit on q: its failures below come from the pools. */
+	ck_assert_int_eq(srsv_quota_set_limit(q, SRSV_QUOTA_NO_LIMIT), 0);
+
+	ck_assert_int_eq(srsv_quota_create(other->ctx, 7, MiB, &foreign), 0);
+	ck_assert_int_eq(srsv_quota_create(sim->ctx, 8, 1 * KiB, &small), 0);
+
+	QBAD(q, srsv_delalloc_reserve(NULL, q, 4 * KiB, SRSV_DELALLOC_NORMAL,
+				      &r), -EINVAL);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, 4 * KiB,
+				      SRSV_DELALLOC_NORMAL, NULL), -EINVAL);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, 4 * KiB,
+				      (enum srsv_delalloc_mode)-1, &r),
+	     -EINVAL);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, 4 * KiB,
+				      SRSV_DELALLOC_MODE_COUNT, &r), -EINVAL);
+	BAD(srsv_delalloc_reserve(sim->ctx, foreign, 4 * KiB,
+				  SRSV_DELALLOC_NOFLUSH, &r), -EINVAL);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, MAXB + 1,
+				      SRSV_DELALLOC_NOWAIT, &r), -EINVAL);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, UINT64_MAX,
+				      SRSV_DELALLOC_NORMAL, &r), -EINVAL);
+	/* More than the pools can give (1 MiB each). */
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, 2 * MiB,
+				      SRSV_DELALLOC_NOFLUSH, &r), -ENOSPC);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, NULL, 2 * MiB,
+				      SRSV_DELALLOC_NOFLUSH, &r), -ENOSPC);
+	QBAD(q, srsv_delalloc_reserve(sim->ctx, q, 2 * MiB,
+				      SRSV_DELALLOC_NOWAIT, &r), -EAGAIN);
+	/* Over the tenant's limit (1 KiB; no quota flush callback). */
+	BAD(srsv_delalloc_reserve(sim->ctx, small, 4 * KiB,
+				  SRSV_DELALLOC_NOFLUSH, &r), -EDQUOT);
+	BAD(srsv_delalloc_reserve(sim->ctx, small, 4 * KiB,
+				  SRSV_DELALLOC_NORMAL, &r), -EDQUOT);
+	BAD(srsv_delalloc_reserve(sim->ctx, small, 4 * KiB,
+				  SRSV_DELALLOC_NOWAIT, &r), -EAGAIN);
+	{
+		/* The refusals are counted in edquot (documented); the
+		 * tenant holds nothing. */
+		struct srsv_quota_info i = qsnap(small);
+
+		ck_assert_uint_eq(i.charged, 0);
+		ck_assert_uint_eq(i.edquot, 3);
+	}
+	esim_free(other);
+}
+END_TEST
+
+START_TEST(test_delalloc_release_finish_bad)
+{
+	struct srsv_quota *q = fixture_quota(7);
+	struct srsv_delalloc_resv zero, junk, r;
+
+	memset(&zero, 0, sizeof(zero));
+	memset(&junk, 0x5a, sizeof(junk));
+	QBAD(q, srsv_delalloc_release(NULL), -EINVAL);
+	QBAD(q, srsv_delalloc_release(&zero), -EINVAL);
+	QBAD(q, srsv_delalloc_release(&junk), -EINVAL);
+	QBAD(q, srsv_delalloc_finish(NULL, 0), -EINVAL);
+	QBAD(q, srsv_delalloc_finish(&zero, 0), -EINVAL);
+	QBAD(q, srsv_delalloc_finish(&junk, SRSV_DELALLOC_META_ALL), -EINVAL);
+
+	/* meta_used above what was reserved: refused, resv still holds. */
+	ck_assert_int_eq(srsv_delalloc_reserve(sim->ctx, q, 4 * KiB,
+					       SRSV_DELALLOC_NOFLUSH, &r), 0);
+	ck_assert_uint_gt(r.meta_bytes, 0);
+	QBAD(q, srsv_delalloc_finish(&r, r.meta_bytes + 1), -EINVAL);
+	QBAD(q, srsv_delalloc_finish(&r, SRSV_DELALLOC_META_ALL - 1),
+	     -EINVAL);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+	/* Already ended. */
+	QBAD(q, srsv_delalloc_release(&r), -EINVAL);
+	QBAD(q, srsv_delalloc_finish(&r, 0), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_delalloc_meta_cost_bad)
+{
+	uint64_t extents = 12345, cost = 12345;
+
+	BAD(srsv_delalloc_meta_cost(NULL, 4 * KiB, &extents, &cost), -EINVAL);
+	BAD(srsv_delalloc_meta_cost(sim->ctx, 4 * KiB, &extents, NULL),
+	    -EINVAL);
+	BAD(srsv_delalloc_meta_cost(sim->ctx, 4 * KiB, NULL, NULL), -EINVAL);
+	ck_assert_uint_eq(extents, 12345);	/* untouched on failure */
+	ck_assert_uint_eq(cost, 12345);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* zoned.h */
+
+#define ZONE (16 * MiB)
+#define NR_ZG 4
+
+/* A second, zoned ctx: a data group with allocations (2 MiB written,
+ * 2 MiB outstanding, active), an empty inactive data group, a full
+ * finished data group, and a metadata group. */
+static struct esim *zsim;
+static struct srsv_zone_group *zg[NR_ZG];
+
+struct zworld {
+	struct srsv_space_info pool[3];
+	struct srsv_zone_group_info group[NR_ZG];
+	struct srsv_zoned_info z;
+	uint64_t calls;
+};
+
+static void zcapture(struct zworld *w)
+{
+	static const enum srsv_pool kinds[3] = {
+		SRSV_POOL_DATA, SRSV_POOL_METADATA, SRSV_POOL_SYSTEM,
+	};
+
+	memset(w, 0, sizeof(*w));
+	for (int i = 0; i < 3; i++)
+		w->pool[i] = esim_snap(esim_space(zsim, kinds[i]));
+	for (int i = 0; i < NR_ZG; i++)
+		ck_assert_int_eq(srsv_zone_group_info(zg[i], &w->group[i]), 0);
+	ck_assert_int_eq(srsv_zoned_get_info(zsim->ctx, &w->z), 0);
+	w->calls = esim_total_calls(zsim);
+}
+
+static bool same_group(const struct srsv_zone_group_info *a,
+		       const struct srsv_zone_group_info *b)
+{
+	return a->start == b->start && a->length == b->length &&
+	       a->capacity == b->capacity &&
+	       a->alloc_offset == b->alloc_offset && a->used == b->used &&
+	       a->reserved == b->reserved &&
+	       a->zone_unusable == b->zone_unusable && a->kind == b->kind &&
+	       a->pool == b->pool && a->active == b->active &&
+	       a->open == b->open && a->busy == b->busy &&
+	       a->dedicated == b->dedicated;
+}
+
+static void zassert_same(const struct zworld *a, const struct zworld *b,
+			 const char *what)
+{
+	char why[1024];
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(esim_info_diff(&a->pool[i], &b->pool[i], why,
+					     sizeof(why)) == 0,
+			      "%s changed zoned pool %d: %s", what, i, why);
+	for (int i = 0; i < NR_ZG; i++)
+		ck_assert_msg(same_group(&a->group[i], &b->group[i]),
+			      "%s changed zone group %d", what, i);
+	ck_assert_msg(memcmp(&a->z, &b->z, sizeof(a->z)) == 0,
+		      "%s changed the zoned info", what);
+	ck_assert_msg(a->calls == b->calls, "%s called a callback", what);
+}
+
+/* @call returns @err and changes nothing in either ctx. */
+#define ZBAD(call, err)							\
+	do {								\
+		struct zworld zb_, za_;					\
+		zcapture(&zb_);						\
+		BAD(call, err);						\
+		zcapture(&za_);						\
+		zassert_same(&zb_, &za_, #call);			\
+	} while (0)
+
+static void zsetup(void)
+{
+	struct srsv_config cfg;
+	struct srsv_zoned_config zc;
+	struct srsv_space *d;
+
+	setup();
+	zsim = esim_new();
+	esim_config_init(zsim, &cfg, MANUAL | SRSV_CTX_ZONED);
+	cfg.zone_bytes = ZONE;
+	ck_assert_int_eq(esim_ctx_create(zsim, &cfg), 0);
+	ck_assert_int_eq(srsv_zoned_config_init(&zc), 0);
+	zc.max_active_zones = 5;	/* 2 data tokens: 5 - (2 + 1) */
+	ck_assert_int_eq(srsv_zoned_init(zsim->ctx, &zc), 0);
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA,
+						     (uint64_t)(10 + i) * ZONE,
+						     ZONE, ZONE - MiB,
+						     &zg[i]), 0);
+	ck_assert_int_eq(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_METADATA,
+					     20 * ZONE, ZONE, ZONE, &zg[3]),
+			 0);
+	d = esim_space(zsim, SRSV_POOL_DATA);
+	/* zg[0]: active, 4 MiB allocated, 2 MiB of it written. */
+	ck_assert_int_eq(srsv_zone_group_activate(zg[0]), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * MiB, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_zone_group_alloc(zg[0], 4 * MiB, NULL), 0);
+	ck_assert_int_eq(srsv_space_alloc(d, 4 * MiB), 0);
+	ck_assert_int_eq(srsv_zone_group_written(zg[0], 2 * MiB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(d, 2 * MiB), 0);
+	/* zg[2]: activated and finished empty-handed: full, inactive. */
+	ck_assert_int_eq(srsv_zone_group_activate(zg[2]), 0);
+	ck_assert_int_eq(srsv_zone_group_finish(zg[2]), 0);
+	/* zg[1] (data) and zg[3] (metadata): empty, inactive. */
+}
+
+static void zteardown(void)
+{
+	esim_free(zsim);
+	zsim = NULL;
+	teardown();
+}
+
+START_TEST(test_zoned_config_init_bad)
+{
+	BAD(srsv_zoned_config_init(NULL), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_zoned_init_bad)
+{
+	struct srsv_zoned_config zc;
+	struct {
+		struct srsv_zoned_config c;
+		unsigned char tail[64];
+	} big;
+
+	ck_assert_int_eq(srsv_zoned_config_init(&zc), 0);
+	ZBAD(srsv_zoned_init(NULL, &zc), -EINVAL);
+	ZBAD(srsv_zoned_init(zsim->ctx, NULL), -EINVAL);
+	/* The fixture's ctx is not SRSV_CTX_ZONED. */
+	ZBAD(srsv_zoned_init(sim->ctx, &zc), -EINVAL);
+	ZBAD(srsv_zone_group_add(sim->ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE,
+				 NULL), -EINVAL);
+
+	/* Bad configs, checked on a zoned ctx not yet zoned. */
+	{
+		struct esim *s2 = esim_new();
+		struct srsv_config cfg;
+		struct srsv_zoned_info zi;
+
+		esim_config_init(s2, &cfg, MANUAL | SRSV_CTX_ZONED);
+		cfg.zone_bytes = ZONE;
+		ck_assert_int_eq(esim_ctx_create(s2, &cfg), 0);
+#define ZINIT_BAD(...)							\
+		do {							\
+			ck_assert_int_eq(srsv_zoned_config_init(&zc), 0); \
+			__VA_ARGS__;					\
+			ck_assert_msg(srsv_zoned_init(s2->ctx, &zc) ==	\
+				      -EINVAL, "%s accepted",		\
+				      #__VA_ARGS__);			\
+			ck_assert_int_eq(srsv_zoned_get_info(s2->ctx,	\
+							     &zi),	\
+					 -EINVAL);			\
+		} while (0)
+		ZINIT_BAD(zc.size = 0);
+		ZINIT_BAD(zc.size = sizeof(zc) - 1);
+		ZINIT_BAD(zc.reclaim_threshold_pct = 0);
+		ZINIT_BAD(zc.reclaim_threshold_pct = 101);
+		ZINIT_BAD(zc.max_active_zones = 3);	/* 2 + 1 reserved */
+		ZINIT_BAD(zc.max_active_zones = 1);
+#undef ZINIT_BAD
+		/* A newer caller's larger struct with unknown fields set. */
+		memset(&big, 0, sizeof(big));
+		ck_assert_int_eq(srsv_zoned_config_init(&big.c), 0);
+		big.c.size = sizeof(big);
+		big.tail[3] = 1;
+		ck_assert_int_eq(srsv_zoned_init(s2->ctx, &big.c), -EINVAL);
+		ck_assert_int_eq(srsv_zoned_get_info(s2->ctx, &zi), -EINVAL);
+		ck_assert_uint_eq(esim_total_calls(s2), 0);
+		esim_free(s2);
+	}
+
+	/* Already zoned. */
+	ck_assert_int_eq(srsv_zoned_config_init(&zc), 0);
+	ZBAD(srsv_zoned_init(zsim->ctx, &zc), -EALREADY);
+}
+END_TEST
+
+START_TEST(test_zone_group_add_bad)
+{
+	struct srsv_zone_group *out = NULL;
+
+	ZBAD(srsv_zone_group_add(NULL, SRSV_ZONE_DATA, 0, ZONE, ZONE, &out),
+	     -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, (enum srsv_zone_kind)-1, 0, ZONE,
+				 ZONE, &out), -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_KIND_COUNT, 0, ZONE,
+				 ZONE, &out), -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 0, 0, 0, &out),
+	     -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 0, ZONE, 0, &out),
+	     -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE + 1,
+				 &out), -EINVAL);
+	/* Overlaps: exact, from below, from above, covering. */
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 10 * ZONE, ZONE,
+				 ZONE, &out), -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 10 * ZONE - MiB,
+				 ZONE, ZONE, &out), -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_METADATA,
+				 21 * ZONE - MiB, ZONE, ZONE, &out), -EINVAL);
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 9 * ZONE,
+				 5 * ZONE, 5 * ZONE, &out), -EINVAL);
+	/* A range that wraps. */
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, UINT64_MAX - MiB,
+				 ZONE, ZONE, &out), -EINVAL);
+	/* The data pool (3 zones) would pass SRSV_MAX_BYTES. */
+	ZBAD(srsv_zone_group_add(zsim->ctx, SRSV_ZONE_DATA, 100 * ZONE,
+				 MAXB, ZONE, &out), -EINVAL);
+	ck_assert_ptr_null(out);
+}
+END_TEST
+
+START_TEST(test_zone_group_activate_bad)
+{
+	ZBAD(srsv_zone_group_activate(NULL), -EINVAL);
+	/* Full (finished): must be reset first. */
+	ZBAD(srsv_zone_group_activate(zg[2]), -ENOSPC);
+	/* Data may take only the 2 unreserved tokens: one is zg[0]'s; a
+	 * finished group gives its back, another data group takes it. */
+	ck_assert_int_eq(srsv_zone_group_activate(zg[1]), 0);
+	ck_assert_int_eq(srsv_zone_group_finish(zg[1]), 0);
+	{
+		struct srsv_zone_group *extra = NULL;
+
+		ck_assert_int_eq(srsv_zone_group_add(zsim->ctx,
+						     SRSV_ZONE_DATA,
+						     30 * ZONE, ZONE, ZONE,
+						     &extra), 0);
+		ck_assert_int_eq(srsv_zone_group_activate(extra), 0);
+		ZBAD(srsv_zone_group_activate(zg[1]), -ENOSPC);
+		/* zg[0] and extra hold both data tokens. */
+		{
+			struct srsv_zone_group *more = NULL;
+
+			ck_assert_int_eq(srsv_zone_group_add(zsim->ctx,
+						SRSV_ZONE_DATA, 31 * ZONE,
+						ZONE, ZONE, &more), 0);
+			ZBAD(srsv_zone_group_activate(more), -EBUSY);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_zone_group_finish_bad)
+{
+	ZBAD(srsv_zone_group_finish(NULL), -EINVAL);
+	/* Not active: empty (zg[1]) or already finished (zg[2]). */
+	ZBAD(srsv_zone_group_finish(zg[1]), -EALREADY);
+	ZBAD(srsv_zone_group_finish(zg[2]), -EALREADY);
+	/* 2 MiB allocated and not written. */
+	ZBAD(srsv_zone_group_finish(zg[0]), -EBUSY);
+}
+END_TEST
+
+START_TEST(test_zoned_finish_one_bad)
+{
+	struct srsv_zone_group *fin = NULL;
+
+	ZBAD(srsv_zoned_finish_one(NULL, &fin), -EINVAL);
+	ZBAD(srsv_zoned_finish_one(sim->ctx, &fin), -EINVAL);
+	/* The only active data group has outstanding allocations. */
+	ZBAD(srsv_zoned_finish_one(zsim->ctx, &fin), -EBUSY);
+	ck_assert_ptr_null(fin);
+	/* Once written, it can be finished; then none is left. */
+	ck_assert_int_eq(srsv_zone_group_written(zg[0], 2 * MiB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(esim_space(zsim,
+						SRSV_POOL_DATA), 2 * MiB), 0);
+	ck_assert_int_eq(srsv_zoned_finish_one(zsim->ctx, &fin), 0);
+	ck_assert_ptr_eq(fin, zg[0]);
+	fin = NULL;
+	ZBAD(srsv_zoned_finish_one(zsim->ctx, &fin), -ENOENT);
+	ck_assert_ptr_null(fin);
+}
+END_TEST
+
+START_TEST(test_zone_hint_bad)
+{
+	struct srsv_zone_group *out = NULL;
+
+	ZBAD(srsv_zone_hint(NULL, SRSV_ZONE_DATA, MiB, &out), -EINVAL);
+	ZBAD(srsv_zone_hint(sim->ctx, SRSV_ZONE_DATA, MiB, &out), -EINVAL);
+	ZBAD(srsv_zone_hint(zsim->ctx, SRSV_ZONE_DATA, MiB, NULL), -EINVAL);
+	ZBAD(srsv_zone_hint(zsim->ctx, (enum srsv_zone_kind)-1, MiB, &out),
+	     -EINVAL);
+	ZBAD(srsv_zone_hint(zsim->ctx, SRSV_ZONE_KIND_COUNT, MiB, &out),
+	     -EINVAL);
+	ZBAD(srsv_zone_hint(zsim->ctx, SRSV_ZONE_DATA, 0, &out), -EINVAL);
+	ZBAD(srsv_zone_hint(zsim->ctx, SRSV_ZONE_DATA, MAXB + 1, &out),
+	     -EINVAL);
+	ck_assert_ptr_null(out);
+	/* No active group with room: counted as a hint call, nothing
+	 * else changes. */
+	{
+		struct zworld b, a;
+
+		zcapture(&b);
+		ck_assert_int_eq(srsv_zone_hint(zsim->ctx, SRSV_ZONE_DATA,
+						ZONE, &out), -ENOSPC);
+		ck_assert_int_eq(srsv_zone_hint(zsim->ctx,
+						SRSV_ZONE_METADATA, MiB,
+						&out), -ENOSPC);
+		zcapture(&a);
+		ck_assert_uint_eq(a.z.hints, b.z.hints + 2);
+		a.z.hints = b.z.hints;
+		a.z.hint_groups_looked = b.z.hint_groups_looked;
+		zassert_same(&b, &a, "srsv_zone_hint() -ENOSPC");
+		ck_assert_ptr_null(out);
+	}
+}
+END_TEST
+
+START_TEST(test_zone_group_alloc_bad)
+{
+	uint64_t logical = 12345;
+
+	ZBAD(srsv_zone_group_alloc(NULL, MiB, &logical), -EINVAL);
+	ZBAD(srsv_zone_group_alloc(zg[0], 0, &logical), -EINVAL);
+	ZBAD(srsv_zone_group_alloc(zg[0], MAXB + 1, &logical), -EINVAL);
+	ZBAD(srsv_zone_group_alloc(zg[0], UINT64_MAX, &logical), -EINVAL);
+	/* Room is capacity - 4 MiB. */
+	ZBAD(srsv_zone_group_alloc(zg[0], ZONE - 5 * MiB + 1, &logical),
+	     -ENOSPC);
+	/* Not active: empty, and full. */
+	ZBAD(srsv_zone_group_alloc(zg[1], MiB, &logical), -ENOSPC);
+	ZBAD(srsv_zone_group_alloc(zg[2], MiB, &logical), -ENOSPC);
+	ck_assert_uint_eq(logical, 12345);	/* untouched on failure */
+}
+END_TEST
+
+/* written, abandon and free: bytes out of a group counter. */
+START_TEST(test_zone_group_written_abandon_free_bad)
+{
+	ZBAD(srsv_zone_group_written(NULL, MiB), -EINVAL);
+	ZBAD(srsv_zone_group_written(zg[0], 0), -EINVAL);
+	ZBAD(srsv_zone_group_written(zg[0], 2 * MiB + 1), -EINVAL);
+	ZBAD(srsv_zone_group_written(zg[0], UINT64_MAX), -EINVAL);
+	ZBAD(srsv_zone_group_written(zg[1], MiB), -EINVAL);
+
+	ZBAD(srsv_zone_group_abandon(NULL, MiB), -EINVAL);
+	ZBAD(srsv_zone_group_abandon(zg[0], 0), -EINVAL);
+	ZBAD(srsv_zone_group_abandon(zg[0], 2 * MiB + 1), -EINVAL);
+	ZBAD(srsv_zone_group_abandon(zg[0], UINT64_MAX), -EINVAL);
+	ZBAD(srsv_zone_group_abandon(zg[1], MiB), -EINVAL);
+
+	ZBAD(srsv_zone_group_free(NULL, MiB), -EINVAL);
+	ZBAD(srsv_zone_group_free(zg[0], 0), -EINVAL);
+	ZBAD(srsv_zone_group_free(zg[0], 2 * MiB + 1), -EINVAL);
+	ZBAD(srsv_zone_group_free(zg[0], UINT64_MAX), -EINVAL);
+	ZBAD(srsv_zone_group_free(zg[1], MiB), -EINVAL);
+
+	/* The group holds enough, its pool does not (moved elsewhere):
+	 * refused, neither changed. */
+	ck_assert_int_eq(srsv_space_free_reserved(esim_space(zsim,
+						  SRSV_POOL_DATA), 2 * MiB),
+			 0);
+	ck_assert_int_eq(srsv_space_pin(esim_space(zsim, SRSV_POOL_DATA),
+					2 * MiB), 0);
+	ZBAD(srsv_zone_group_abandon(zg[0], MiB), -EINVAL);
+	ZBAD(srsv_zone_group_free(zg[0], MiB), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_zone_info_bad)
+{
+	struct srsv_zone_group_info gi;
+	struct srsv_zoned_info zi;
+
+	ZBAD(srsv_zone_group_info(NULL, &gi), -EINVAL);
+	ZBAD(srsv_zone_group_info(zg[0], NULL), -EINVAL);
+	ZBAD(srsv_zoned_get_info(NULL, &zi), -EINVAL);
+	ZBAD(srsv_zoned_get_info(zsim->ctx, NULL), -EINVAL);
+	ZBAD(srsv_zoned_get_info(sim->ctx, &zi), -EINVAL);
+	/* No error return: NULL is a precondition; the value is right. */
+	ck_assert_uint_eq(srsv_zone_group_room(zg[0]), ZONE - 5 * MiB);
+	ck_assert_uint_eq(srsv_zone_group_room(zg[2]), 0);
+	ck_assert_str_eq(srsv_zone_kind_name(-1), "unknown");
+	ck_assert_str_eq(srsv_zone_kind_name(SRSV_ZONE_KIND_COUNT),
+			 "unknown");
+	ck_assert_str_eq(srsv_zone_kind_name(SRSV_ZONE_TREELOG), "treelog");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* debug.h */
+
+START_TEST(test_debug_lock_stats_bad)
+{
+	struct srsv_lock_stats st;
+	/* -ENOTSUP for every call when built without debug_locks. */
+	int want = srsv_debug_lock_stats_reset() == -ENOTSUP ? -ENOTSUP
+							     : -EINVAL;
+
+	BAD(srsv_debug_lock_stats(NULL), want);
+	if (want == -ENOTSUP)
+		BAD(srsv_debug_lock_stats(&st), -ENOTSUP);
+	else
+		BAD(srsv_debug_lock_stats(&st), 0);
+}
+END_TEST
+
 static Suite *badinput_suite(void)
 {
 	Suite *s = suite_create("badinput");
 	TCase *ctx = tcase_create("ctx");
 	TCase *space = tcase_create("space");
 	TCase *rsv = tcase_create("rsv");
-	TCase *all[] = { ctx, space, rsv };
+	TCase *quota = tcase_create("quota");
+	TCase *delalloc = tcase_create("delalloc");
+	TCase *zoned = tcase_create("zoned");
+	TCase *debug = tcase_create("debug");
+	TCase *all[] = { ctx, space, rsv, quota, delalloc, debug };
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 6; i++)
 		tcase_add_checked_fixture(all[i], setup, teardown);
 
 	tcase_add_test(ctx, test_config_init_bad);
@@ -950,6 +1679,39 @@ static Suite *badinput_suite(void)
 	tcase_add_test(rsv, test_ctx_rsv_chunk_not_standard);
 	tcase_add_test(rsv, test_ctx_resize_global_rsv_bad);
 	suite_add_tcase(s, rsv);
+
+	tcase_add_test(quota, test_quota_create_bad);
+	tcase_add_test(quota, test_quota_destroy_bad);
+	tcase_add_test(quota, test_quota_lookup_bad);
+	tcase_add_test(quota, test_quota_set_limit_bad);
+	tcase_add_test(quota, test_quota_reserve_bad);
+	tcase_add_test(quota, test_quota_release_bad);
+	tcase_add_test(quota, test_quota_convert_bad);
+	tcase_add_test(quota, test_quota_commit_bad);
+	tcase_add_test(quota, test_quota_charge_free_used_bad);
+	tcase_add_test(quota, test_quota_snapshot_id_ctx_bad);
+	suite_add_tcase(s, quota);
+
+	tcase_add_test(delalloc, test_delalloc_reserve_bad);
+	tcase_add_test(delalloc, test_delalloc_release_finish_bad);
+	tcase_add_test(delalloc, test_delalloc_meta_cost_bad);
+	suite_add_tcase(s, delalloc);
+
+	tcase_add_checked_fixture(zoned, zsetup, zteardown);
+	tcase_add_test(zoned, test_zoned_config_init_bad);
+	tcase_add_test(zoned, test_zoned_init_bad);
+	tcase_add_test(zoned, test_zone_group_add_bad);
+	tcase_add_test(zoned, test_zone_group_activate_bad);
+	tcase_add_test(zoned, test_zone_group_finish_bad);
+	tcase_add_test(zoned, test_zoned_finish_one_bad);
+	tcase_add_test(zoned, test_zone_hint_bad);
+	tcase_add_test(zoned, test_zone_group_alloc_bad);
+	tcase_add_test(zoned, test_zone_group_written_abandon_free_bad);
+	tcase_add_test(zoned, test_zone_info_bad);
+	suite_add_tcase(s, zoned);
+
+	tcase_add_test(debug, test_debug_lock_stats_bad);
+	suite_add_tcase(s, debug);
 	return s;
 }
 
