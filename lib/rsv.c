@@ -17,8 +17,8 @@
  * its size.
  *
  * Locking: pool lock, then rsv lock.  An rsv's reserved and size are
- * mirrored into lock-free words of the ctx for the standard rsvs, because
- * the preemptive heuristic reads them on the reservation fast path.
+ * atomic words: srsv_rsv_use() takes no lock, and the preemptive heuristic
+ * reads the standard rsvs on the reservation fast path.
  */
 #include <string.h>
 
