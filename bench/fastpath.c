@@ -47,6 +47,8 @@
 
 #include <libspacersv/spacersv.h>
 
+#include "bench_util.h"
+
 /* The size issue 2 asks for: one page, a small metadata item. */
 #define PAIR_BYTES UINT64_C(4096)
 /*
@@ -67,37 +69,6 @@
 /* Keeps each shared object on its own cache line (x86-64: 64 bytes), so
  * that the variants contend only on what they really share. */
 #define CACHELINE 64
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-/* CPU time of the calling thread: excludes the time other processes ran
- * on its core, which wall time on a shared machine does not. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Print the machine's load: other processes competing for the cores make
- * the figures slower and noisier, and the reader should know.
- */
-static void print_load(const char *when)
-{
-	double load[1];
-
-	if (getloadavg(load, 1) == 1)
-		printf("load average %s: %.2f on %ld CPUs\n", when, load[0],
-		       sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 /* ------------------------------------------------------------------ */
 /* cas: the physical floor */
@@ -647,13 +618,6 @@ static int run_once(struct variant *v, unsigned nthreads, uint64_t ops,
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 struct stats {
 	double median, min, max;
 };
@@ -858,21 +822,6 @@ static void usage(FILE *f)
 		"reported (default %d)\n"
 		"  --overhead  tracing compiled in vs disabled (tracing "
 		"builds)\n", DEFAULT_OPS, MAX_RUNS, DEFAULT_RUNS);
-}
-
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
 }
 
 int main(int argc, char **argv)

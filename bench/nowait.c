@@ -68,6 +68,8 @@
 #include "../examples/nowait_uring.h"
 #endif
 
+#include "bench_util.h"
+
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
@@ -153,14 +155,6 @@ struct a_bench {
 	struct a_thread th[NOWAIT_THREADS];
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000u),
@@ -170,7 +164,8 @@ static void sleep_ns(uint64_t ns)
 		;
 }
 
-static void print_load(const char *when)
+/* The 1, 5 and 15 minute loads: this bench runs long enough for them. */
+static void print_loads(const char *when)
 {
 	double load[3];
 
@@ -669,21 +664,6 @@ static void usage(FILE *f)
 		DEFAULT_BLOCKS);
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
 int main(int argc, char **argv)
 {
 	uint64_t seconds = DEFAULT_SECONDS, runs = DEFAULT_RUNS;
@@ -770,7 +750,7 @@ int main(int argc, char **argv)
 			     2 * (blocks / 64 + 1) * 16 * KIB;
 	}
 	printf("bench_nowait (issue 8)\n");
-	print_load("at start");
+	print_loads("at start");
 	fflush(stdout);
 	if (strchr(part, 'a')) {
 		int ret;
@@ -825,7 +805,7 @@ int main(int argc, char **argv)
 		printf("\n(b) skipped: built without liburing\n");
 #endif
 	}
-	print_load("at end");
+	print_loads("at end");
 
 	if (have_a && a.debug_locks)
 		snprintf(blocked, sizeof(blocked), "%" PRIu64, a.blocked);

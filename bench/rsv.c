@@ -40,6 +40,8 @@
 
 #include <libspacersv/spacersv.h>
 
+#include "bench_util.h"
+
 /* One tree block of a 16 KiB-node tree: what one insertion allocates. */
 #define USE_BYTES (UINT64_C(16) << 10)
 /*
@@ -66,37 +68,6 @@
 #define MAX_OPS ((SRSV_MAX_BYTES / (POOL_HEADROOM * MAX_THREADS) - \
 		  CHUNK_BYTES) / USE_BYTES)
 #define CACHELINE 64
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-/* CPU time of the calling thread: excludes the time other processes ran
- * on its core, which wall time on a shared machine does not. */
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Print the machine's load: other processes competing for the cores make
- * the figures slower and noisier, and the reader should know.
- */
-static void print_load(const char *when)
-{
-	double load[1];
-
-	if (getloadavg(load, 1) == 1)
-		printf("load average %s: %.2f on %ld CPUs\n", when, load[0],
-		       sysconf(_SC_NPROCESSORS_ONLN));
-}
 
 /* Flush callback calls: with this much room there must be none. */
 static volatile AO_t flush_calls;
@@ -293,13 +264,6 @@ static int run_once(struct bench *b, enum variant v, unsigned nthreads,
 	return err;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 struct stats {
 	double median, min, max;
 };
@@ -347,21 +311,6 @@ static void usage(FILE *f)
 		"(default %" PRIu64 ")\n"
 		"  --runs K  runs per variant, 1..%d; the median is reported "
 		"(default %d)\n", DEFAULT_OPS, MAX_RUNS, DEFAULT_RUNS);
-}
-
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s || *s == '-')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
 }
 
 int main(int argc, char **argv)

@@ -113,6 +113,8 @@
 
 #include <libspacersv/spacersv.h>
 
+#include "bench_util.h"
+
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
 #define NSEC_PER_USEC UINT64_C(1000)
@@ -190,14 +192,6 @@ struct params {
 };
 
 /* ---- time ---- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_until(uint64_t deadline)
 {
@@ -1580,13 +1574,6 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 }
 
 /* ---- medians and report ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static double median_d(double *v, unsigned n)
 {
