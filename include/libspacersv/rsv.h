@@ -51,8 +51,6 @@ struct srsv_rsv {
 	uint64_t reserved;
 	/** private: ::srsv_rsv_type */
 	int type;
-	/** private: unused (full is reserved >= size, derived) */
-	bool full;
 	/** private: fail use at once instead of falling back */
 	bool failfast;
 	/** private: set by srsv_rsv_init() */
