@@ -439,26 +439,3 @@ SRSV__EXPORT void *srsv_ctx_user(const struct srsv_ctx *ctx)
 {
 	return ctx ? ctx->cfg.user : NULL;
 }
-
-/*
- * Areas that live in their own files override these when linked in; a
- * build without them (or a ctx that never used them) needs no teardown.
- */
-__attribute__((weak)) void srsv__quota_ctx_destroy(struct srsv_ctx *ctx)
-{
-	(void)ctx;
-}
-
-__attribute__((weak)) void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx)
-{
-	(void)ctx;
-}
-
-__attribute__((weak)) uint64_t srsv__zoned_flush(struct srsv_space *s,
-						 int state, uint64_t bytes)
-{
-	(void)s;
-	(void)state;
-	(void)bytes;
-	return 0;
-}

@@ -463,7 +463,7 @@ struct srsv__lock *srsv__quota_lock_ptr(struct srsv_quota *q);
 typedef int (*srsv__delalloc_fault_fn)(int step);
 extern volatile AO_t srsv__delalloc_fault;
 
-/* ---- quota.c and zoned.c teardown (weak no-ops when absent) ---- */
+/* ---- quota.c and zoned.c teardown ---- */
 void srsv__quota_ctx_destroy(struct srsv_ctx *ctx);
 void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx);
 /* Flush states the zoned code implements inside the library (reset /
