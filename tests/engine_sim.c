@@ -154,6 +154,23 @@ unsigned esim_fired(struct esim *sim, int idx)
 	return n;
 }
 
+void esim_freeze(struct esim *sim, bool frozen)
+{
+	pthread_mutex_lock(&sim->lock);
+	sim->frozen = frozen;
+	pthread_mutex_unlock(&sim->lock);
+}
+
+unsigned esim_inside(struct esim *sim)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&sim->lock);
+	n = sim->inside;
+	pthread_mutex_unlock(&sim->lock);
+	return n;
+}
+
 void esim_set_unsupported(struct esim *sim, enum srsv_flush_state state,
 			  bool unsupported)
 {
@@ -395,7 +412,8 @@ int esim_flush(struct srsv_space *space, enum srsv_flush_state state,
 	} else {
 		sim->log_dropped++;
 	}
-	for (unsigned i = 0; i < sim->nr_actions; i++) {
+	/* Frozen: no action runs (esim_freeze()). */
+	for (unsigned i = 0; !sim->frozen && i < sim->nr_actions; i++) {
 		struct esim_action *a = &sim->actions[i];
 
 		if (!action_matches(a, state, kind, for_preempt))
@@ -405,7 +423,8 @@ int esim_flush(struct srsv_space *space, enum srsv_flush_state state,
 		sim->fired[i]++;
 		todo[nr++] = *a;
 	}
-	unsupported = state < 32 && (sim->unsupported >> state) & 1;
+	unsupported = !sim->frozen && state < 32 &&
+		      (sim->unsupported >> state) & 1;
 	sim->inside++;
 	if (sim->inside > sim->max_inside)
 		sim->max_inside = sim->inside;

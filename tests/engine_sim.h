@@ -158,6 +158,8 @@ struct esim {
 	struct esim_reenter reenter;
 	/* Threads currently inside the callback, and the most ever seen. */
 	unsigned inside, max_inside;
+	/* esim_freeze(): callbacks run no action. */
+	bool frozen;
 };
 
 /* ---- life cycle ---- */
@@ -212,6 +214,17 @@ void esim_clear_actions(struct esim *sim);
 
 /* How many times action @idx fired. */
 unsigned esim_fired(struct esim *sim, int idx);
+
+/*
+ * Freeze the engine: from now on every callback returns 0 at once, without
+ * running an action (it is still logged and counted).  With
+ * esim_inside() == 0 afterwards, no callback can change the books any more:
+ * a checkpoint's quiescence that does not depend on timing.
+ */
+void esim_freeze(struct esim *sim, bool frozen);
+
+/* Threads inside the callback now. */
+unsigned esim_inside(struct esim *sim);
 
 /* Mark @state as not implemented (returns -EOPNOTSUPP unless an action
  * for it matches), or implemented again. */

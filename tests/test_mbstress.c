@@ -668,43 +668,48 @@ static uint64_t std_reserved(struct srsv_ctx *ctx)
 	return sum;
 }
 
-static unsigned sim_inside(struct esim *sim)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&sim->lock);
-	n = sim->inside;
-	pthread_mutex_unlock(&sim->lock);
-	return n;
-}
-
 /*
- * Wait until no worker is flushing: preemptive flushing paused, no pool
- * with its async flusher queued, no callback running, and the callback
- * count still for a few polls (a worker between two callbacks).
+ * Wait until no callback can change the books: freeze the engine (every
+ * callback from now on does nothing), then wait for those already inside
+ * to leave and for every pool's async flusher to finish.  Preemptive
+ * flushing is paused too, so that the workers go idle.  Nothing here
+ * depends on timing: a worker about to enter a callback finds it frozen.
  */
 static void quiesce(struct srsv_space *pools[NR_POOLS])
 {
-	uint64_t last = UINT64_MAX;
-	unsigned still = 0;
-
 	ck_assert_int_eq(srsv_ctx_set_preempt(G.sim->ctx, false), 0);
+	esim_freeze(G.sim, true);
 	for (unsigned ms = 0; ms < QUIESCE_MS; ms++) {
-		bool busy = sim_inside(G.sim) != 0;
-		uint64_t calls = esim_total_calls(G.sim);
+		bool busy = esim_inside(G.sim) != 0;
 
 		for (int p = 0; p < NR_POOLS; p++)
 			busy |= esim_snap(pools[p]).flushing;
-		if (!busy && calls == last) {
-			if (++still == 5)
-				return;
-		} else {
-			still = 0;
-		}
-		last = calls;
+		if (!busy)
+			return;
 		esim_sleep_ms(1);
 	}
 	ck_abort_msg("the workers never went idle");
+}
+
+/* A may_use mismatch: every owner's share, for the failure report. */
+static void dump_owners(struct srsv_ctx *ctx, int p)
+{
+	for (int i = 0; i < NR_THREADS; i++) {
+		struct srsv_rsv_info info = { 0 };
+
+		srsv_rsv_get_info(&G.w[i].rsv, &info);
+		fprintf(stderr, "# thread %d: holds %" PRIu64 ", rsv %" PRIu64
+			" of %" PRIu64 "\n", i, G.w[i].b.held[p],
+			info.reserved, info.size);
+	}
+	for (size_t i = 0; i < NR_STD; i++) {
+		struct srsv_rsv_info info = { 0 };
+
+		srsv_rsv_get_info(srsv_ctx_rsv(ctx, std_types[i]), &info);
+		fprintf(stderr, "# standard rsv %d: %" PRIu64 " of %" PRIu64
+			"\n", (int)std_types[i], info.reserved, info.size);
+	}
+	fprintf(stderr, "# main thread: %" PRIu64 "\n", G.main_held_meta);
 }
 
 /* Everything the threads' books say, checked against the library. */
@@ -777,6 +782,8 @@ static void checkpoint(const struct start_state *st, uint64_t seed,
 			__atomic_load_n(&G.unpinned_by_engine[kind],
 					__ATOMIC_ACQUIRE);
 
+		if (s.may_use != expect_may_use)
+			dump_owners(ctx, p);
 		ck_assert_msg(s.may_use == expect_may_use,
 			      "%s: %s may_use %" PRIu64 " != threads %" PRIu64
 			      " + engine %" PRIu64 " + rsvs %" PRIu64
@@ -969,6 +976,7 @@ START_TEST(test_model_based_stress)
 		else
 			ck_assert_int_eq(srsv_ctx_set_preempt(G.sim->ctx, true),
 					 0);
+		esim_freeze(G.sim, false);
 		pthread_barrier_wait(&G.resume);
 		if (last)
 			break;
