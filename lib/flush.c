@@ -57,15 +57,23 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t total_before = srsv__space_counter(s, SRSV__TOTAL);
-	uint64_t zoned = 0;
+	uint64_t zoned = 0, start = 0, unpinned = 0;
 	int ret = -EOPNOTSUPP;
 
 	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
 		zoned = srsv__zoned_flush(s, state, bytes);
 	if (ctx->cfg.flush) {
+		if (state == SRSV_STATE_COMMIT_TRANS) {
+			srsv__lock(&s->lock);
+			unpinned = s->stat_unpinned;
+			srsv__unlock(&s->lock);
+			start = srsv__now_ns();
+		}
 		srsv__enter_callback();
 		ret = ctx->cfg.flush(s, (enum srsv_flush_state)state, bytes,
 				     for_preempt, ctx->cfg.user);
+		if (state == SRSV_STATE_COMMIT_TRANS)
+			start = srsv__now_ns() - start;
 		srsv__leave_callback();
 	}
 	/* The library did the state's work itself (zone reset/reclaim). */
@@ -90,6 +98,11 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 			ret = 0;
 	}
 	srsv__lock(&s->lock);
+	/* What a commit costs, when it committed something (an empty one is
+	 * cheap and says nothing): the preemptive commit rule's horizon. */
+	if (state == SRSV_STATE_COMMIT_TRANS && ret == 0 &&
+	    s->stat_unpinned != unpinned)
+		srsv__note_commit_time(s, start);
 	s->stat_flushes[state]++;
 	if (for_preempt)
 		s->stat_preempt_flushes[state]++;

@@ -178,6 +178,15 @@ struct srsv_space {
 	bool force_alloc;		/* global rsv reached total */
 	struct srsv__list tickets;
 	struct srsv__list priority_tickets;
+	/*
+	 * The preemptive commit rule's measurements: how fast space is being
+	 * pinned (bytes ever pinned, pinned + stat_unpinned, sampled by the
+	 * preempt worker) and what a commit costs (COMMIT_TRANS callback
+	 * time).  Averages with weight 1/4; 0 = not measured yet.
+	 */
+	uint64_t pin_mark, pin_mark_ns;
+	uint64_t pin_rate;		/* bytes pinned per second */
+	uint64_t commit_ns;		/* a commit's duration */
 
 	/* Statistics (under lock). */
 	uint64_t stat_flushes[SRSV_STATE_COUNT];
@@ -391,6 +400,8 @@ uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
 /* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
 bool srsv__need_preemptive_reclaim(struct srsv_space *s);
 /* The preemptive floor of a pool of @total bytes. */
+/* A COMMIT_TRANS callback took @ns (pool lock held). */
+void srsv__note_commit_time(struct srsv_space *s, uint64_t ns);
 uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total);
 /* Queue the preemptive worker if need_preemptive_reclaim() says so. */
 void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,

@@ -198,13 +198,73 @@ void srsv__maybe_clamp_preempt(struct srsv_space *s)
 }
 
 /*
+ * How fast is space being pinned?  Sampled by the preempt worker at the
+ * start of every loop, over windows of at least PIN_RATE_WINDOW_NS (shorter
+ * ones measure the scheduler, not the workload), from the bytes ever
+ * pinned (pinned + unpinned so far: it only grows).  Weight 1/4, like the
+ * dirty-throttle bandwidth estimate in Linux's writeback.  Pool lock held.
+ */
+#define PIN_RATE_WINDOW_NS (10ull * 1000 * 1000)
+
+static void sample_pin_rate(struct srsv_space *s)
+{
+	uint64_t now = srsv__now_ns();
+	uint64_t mark = srsv__space_counter(s, SRSV__PINNED) + s->stat_unpinned;
+	uint64_t dt = now - s->pin_mark_ns, rate;
+
+	srsv__assert_held(&s->lock);
+	if (!s->pin_mark_ns || mark < s->pin_mark) {
+		s->pin_mark = mark;
+		s->pin_mark_ns = now;
+		return;
+	}
+	if (dt < PIN_RATE_WINDOW_NS)
+		return;
+	rate = (uint64_t)((double)(mark - s->pin_mark) * 1e9 / (double)dt);
+	s->pin_rate = (3 * s->pin_rate + rate) / 4;
+	s->pin_mark = mark;
+	s->pin_mark_ns = now;
+}
+
+void srsv__note_commit_time(struct srsv_space *s, uint64_t ns)
+{
+	srsv__assert_held(&s->lock);
+	s->commit_ns = s->commit_ns ? (3 * s->commit_ns + ns) / 4 : ns;
+}
+
+/*
+ * How many commit durations ahead the commit rule looks: the room must
+ * outlast the commit itself (pinning goes on while it runs; nothing is
+ * freed before its end), the wait for the worker's next look (a run's
+ * other flushes come first; a DELALLOC pass sleeps a jiffy) and the error
+ * of two averages.
+ */
+#define COMMIT_HORIZON 4
+
+/*
  * A commit is the dearest flush (it writes out the whole transaction) and
- * the only one that frees pinned space.  Before anyone waits it is worth
- * it only when pinned space alone would trigger preemptive flushing at the
- * loosest clamp: half of the free space.  Upstream commits whenever pinned
- * outweighs the deferred-work reserves, which at a high clamp means a
- * commit every few tens of milliseconds (the seed's 7% direct-I/O
- * regression: "more commits").  Pool lock held.
+ * the only one that frees pinned space.  Upstream commits whenever pinned
+ * space outweighs the deferred-work reserves: at a high clamp a commit
+ * every few tens of milliseconds (the seed's 7% direct-I/O regression,
+ * "more commits").  Ours asks two questions.  Pool lock held.
+ *
+ * 1. Is pinned space large: at least half the free space, where it alone
+ *    would trigger preemptive flushing at the loosest clamp?
+ *
+ * 2. Would the pool run out before a commit could help?  Pinned space
+ *    saturates: once a transaction has copied every block it touches, it
+ *    pins nothing more, and a commit then frees space that the next
+ *    transaction pins again within moments.  Committing is worth it when
+ *    the room left (free space nobody has reserved or pinned) would be
+ *    used up by the measured pinning rate within COMMIT_HORIZON measured
+ *    commit durations, or is gone already.  Until a commit has been timed
+ *    there is no horizon: the pool commits when the room is gone (where a
+ *    ticket would queue next), and that commit is timed.
+ *
+ * On the stall benchmark (docs/results-stall.md) question 2 took the
+ * preemptive commits from ~6/s to ~0 once pinned space saturated, while a
+ * tree larger than the pool, whose pinned space keeps growing, still gets
+ * its commits in time.
  */
 static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
 {
@@ -213,10 +273,19 @@ static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
 			     srsv__space_counter(s, SRSV__RESERVED) +
 			     srsv__space_counter(s, SRSV__READONLY) + global;
 	uint64_t free = srsv__available_free_space(s, SRSV_FLUSH_ALL);
+	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
+	uint64_t may_use = srsv__space_counter(s, SRSV__MAY_USE);
+	uint64_t taken, room;
+	double need;
 
 	if (committed < total)
 		free += total - committed;
-	return srsv__space_counter(s, SRSV__PINNED) >= free >> 1;
+	if (pinned < free >> 1)
+		return false;
+	taken = pinned + (may_use > global ? may_use - global : 0);
+	room = free > taken ? free - taken : 0;
+	need = (double)s->pin_rate * (double)s->commit_ns * COMMIT_HORIZON / 1e9;
+	return (double)room <= need;
 }
 
 int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
@@ -323,6 +392,7 @@ void srsv__preempt_reclaim(struct srsv_space *s)
 		if (!srsv__need_preemptive_reclaim(s))
 			break;
 		loops++;
+		sample_pin_rate(s);
 		state = srsv__preempt_choose(s, &to_reclaim);
 		mark = progress_mark(s, state);
 		srsv__unlock(&s->lock);

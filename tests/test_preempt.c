@@ -67,13 +67,14 @@ static const struct row rows[] = {
 	  .used = 400 * MiB, .pinned = 300 * MiB, .delops = 10 * MiB,
 	  .delrefs = 10 * MiB, .need = true,
 	  .state = SRSV_STATE_DELAYED_REFS_NR, .to_reclaim = 10 * MiB },
-	{ .why = "pinned-heavy: pinned >= half the free space, commit",
+	{ .why = "pinned-heavy: pinned >= half the free space and no room "
+		 "left (624 MiB free, 320 + 20 + 284 taken): commit",
 	  .used = 400 * MiB, .pinned = 320 * MiB, .delops = 10 * MiB,
-	  .delrefs = 10 * MiB, .need = true,
+	  .delrefs = 10 * MiB, .plain = 284 * MiB, .need = true,
 	  .state = SRSV_STATE_COMMIT_TRANS, .to_reclaim = 320 * MiB },
 	{ .why = "pinned outweighs delalloc: commit, not writeback "
-		 "(pinned counts among the other pools)",
-	  .used = 100 * MiB, .pinned = 500 * MiB, .plain = 300 * MiB,
+		 "(pinned counts among the other pools; no room left)",
+	  .used = 100 * MiB, .pinned = 500 * MiB, .plain = 424 * MiB,
 	  .delalloc = 1, .need = true,
 	  .state = SRSV_STATE_COMMIT_TRANS, .to_reclaim = 500 * MiB },
 	{ .why = "pinned below half the free space does not count against "
@@ -646,6 +647,163 @@ START_TEST(test_floor_scales_with_pool)
 }
 END_TEST
 
+/*
+ * The preemptive commit rule (preempt_commit_worth_it): pinned space must
+ * be at least half the free space and, once a commit has been timed, the
+ * room left must be about to run out at the measured pinning rate.
+ *
+ * The pool of the "pinned-heavy" row: 1 GiB, 400 MiB used, 320 MiB
+ * pinned, 10 + 10 MiB of deferred reserves.  Free space is 624 MiB, of
+ * which 340 MiB are pinned or reserved: 284 MiB of room.  The horizon is
+ * 4 commit durations.
+ */
+static struct esim *commit_rule_sim(struct srsv_space **out, uint64_t plain)
+{
+	struct row r = { .used = 400 * MiB, .pinned = 320 * MiB,
+			 .delops = 10 * MiB, .delrefs = 10 * MiB,
+			 .plain = plain };
+
+	return build(&r, out);
+}
+
+static int choose_with(struct srsv_space *s, uint64_t commit_ns,
+		       uint64_t pin_rate)
+{
+	uint64_t to_reclaim;
+	int state;
+
+	srsv__lock(&s->lock);
+	s->commit_ns = commit_ns;
+	s->pin_rate = pin_rate;
+	state = srsv__preempt_choose(s, &to_reclaim);
+	srsv__unlock(&s->lock);
+	return state;
+}
+
+START_TEST(test_commit_rule_predicts_exhaustion)
+{
+	struct srsv_space *s;
+	struct esim *sim = commit_rule_sim(&s, 0);
+	const uint64_t ms10 = 10ull * 1000 * 1000;
+
+	ck_assert(srsv__need_preemptive_reclaim(s));
+	/* No commit timed yet, so no horizon: 284 MiB of room, no commit,
+	 * however fast space is being pinned. */
+	ck_assert_int_eq(choose_with(s, 0, 0), SRSV_STATE_DELAYED_REFS_NR);
+	ck_assert_int_eq(choose_with(s, 0, 64ull << 30),
+			 SRSV_STATE_DELAYED_REFS_NR);
+	/* Pinned space saturated (nothing pinned lately): 284 MiB of room
+	 * lasts for ever, so the deferred refs go instead of a commit. */
+	ck_assert_int_eq(choose_with(s, ms10, 0), SRSV_STATE_DELAYED_REFS_NR);
+	/* 8 GiB/s for 4 x 10 ms = 328 MiB > 284 MiB: commit now. */
+	ck_assert_int_eq(choose_with(s, ms10, 8ull << 30),
+			 SRSV_STATE_COMMIT_TRANS);
+	/* 6 GiB/s: 246 MiB in the horizon, the room outlasts it. */
+	ck_assert_int_eq(choose_with(s, ms10, 6ull << 30),
+			 SRSV_STATE_DELAYED_REFS_NR);
+	/* A dearer commit (20 ms) looks twice as far: 492 MiB, commit. */
+	ck_assert_int_eq(choose_with(s, 2 * ms10, 6ull << 30),
+			 SRSV_STATE_COMMIT_TRANS);
+	teardown_row(sim, s);
+}
+END_TEST
+
+START_TEST(test_commit_rule_room_gone)
+{
+	struct srsv_space *s;
+	/* The other 284 MiB reserved: no room at all. */
+	struct esim *sim = commit_rule_sim(&s, 284 * MiB);
+
+	ck_assert(srsv__need_preemptive_reclaim(s));
+	/* Even with nothing pinned lately, a pool with no room left and
+	 * pinned space its largest part commits before anyone waits. */
+	ck_assert_int_eq(choose_with(s, 10ull * 1000 * 1000, 0),
+			 SRSV_STATE_COMMIT_TRANS);
+	teardown_row(sim, s);
+}
+END_TEST
+
+START_TEST(test_commit_rule_small_pinned_never_commits)
+{
+	struct srsv_space *s;
+	struct row r = { .used = 400 * MiB, .pinned = 300 * MiB,
+			 .delops = 10 * MiB, .delrefs = 10 * MiB };
+	struct esim *sim = build(&r, &s);
+
+	/* 300 MiB < 624 / 2: however fast space is pinned, no commit. */
+	ck_assert_int_eq(choose_with(s, 10ull * 1000 * 1000, 64ull << 30),
+			 SRSV_STATE_DELAYED_REFS_NR);
+	teardown_row(sim, s);
+}
+END_TEST
+
+/* COMMIT_TRANS that takes 5 ms and unpins everything. */
+static void script_slow_commit(struct esim *sim)
+{
+	ck_assert_int_ge(esim_on(sim, SRSV_STATE_COMMIT_TRANS, ESIM_SLEEP_MS,
+				 5), 0);
+	ck_assert_int_ge(esim_on(sim, SRSV_STATE_COMMIT_TRANS, ESIM_UNPIN,
+				 ESIM_ALL), 0);
+}
+
+/*
+ * The measurements: a commit that unpinned something is timed; one that
+ * unpinned nothing is not; the preempt worker samples the pinning rate
+ * over windows of at least 10 ms.
+ */
+START_TEST(test_commit_rule_measures)
+{
+	struct srsv_space *s;
+	/* 1 MiB of room, taken below: the first run commits although no
+	 * commit was timed. */
+	struct esim *sim = commit_rule_sim(&s, 283 * MiB);
+	uint64_t commit_ns, rate;
+
+	script_slow_commit(sim);
+	ck_assert_int_eq(srsv_ctx_set_preempt(sim->ctx, true), 0);
+	srsv__lock(&s->lock);
+	ck_assert_uint_eq(s->commit_ns, 0);
+	ck_assert_uint_eq(s->pin_mark_ns, 0);
+	srsv__unlock(&s->lock);
+	/* The first run commits (the room is gone) and starts the
+	 * pinning-rate window. */
+	reserve_nf(s, MiB);
+	esim_hold(sim, SRSV_POOL_METADATA, MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	ck_assert_uint_ge(esim_calls(sim, SRSV_STATE_COMMIT_TRANS), 1);
+	srsv__lock(&s->lock);
+	commit_ns = s->commit_ns;
+	ck_assert_uint_ne(s->pin_mark_ns, 0);
+	srsv__unlock(&s->lock);
+	ck_assert_uint_ge(commit_ns, 5ull * 1000 * 1000);
+	ck_assert_uint_eq(esim_snap(s).pinned, 0);
+
+	/* An empty commit (nothing pinned) leaves the estimate alone. */
+	ck_assert_int_eq(srsv__flush_space(s, 0, SRSV_STATE_COMMIT_TRANS,
+					   false), 0);
+	srsv__lock(&s->lock);
+	ck_assert_uint_eq(s->commit_ns, commit_ns);
+	srsv__unlock(&s->lock);
+
+	/* Pin 400 MiB over >= 20 ms: the next run measures a rate of at
+	 * most 400 MiB / 20 ms, averaged in with weight 1/4. */
+	esim_sleep_ms(20);
+	ck_assert_int_eq(srsv_space_pin(s, 400 * MiB), 0);
+	/* 420 MiB reclaimable against 1 GiB >> 2: a run (400 MiB pinned
+	 * is under half of the 1 GiB now free: no commit). */
+	srsv__st(&s->clamp, 2);
+	reserve_nf(s, MiB);
+	esim_hold(sim, SRSV_POOL_METADATA, MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	srsv__lock(&s->lock);
+	rate = s->pin_rate;
+	srsv__unlock(&s->lock);
+	ck_assert_uint_gt(rate, 0);
+	ck_assert_uint_le(rate, 400 * MiB * 50 / 4);
+	teardown_row(sim, s);
+}
+END_TEST
+
 static Suite *preempt_suite(void)
 {
 	Suite *s = suite_create("preempt");
@@ -664,6 +822,13 @@ static Suite *preempt_suite(void)
 	tcase_add_test(tc, test_no_preempt_while_tickets_queued);
 	tcase_add_test(tc, test_no_preempt_above_90_percent);
 	tcase_add_test(tc, test_bounded_loops_when_nothing_frees);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("commit");
+	tcase_add_test(tc, test_commit_rule_predicts_exhaustion);
+	tcase_add_test(tc, test_commit_rule_room_gone);
+	tcase_add_test(tc, test_commit_rule_small_pinned_never_commits);
+	tcase_add_test(tc, test_commit_rule_measures);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("clamp");
