@@ -44,9 +44,10 @@
  * - COMMIT_TRANS runs all delayed work, then writes the transaction
  *   (--commit-us on the device, a fixed latency) and unpins what the
  *   transaction pinned: pinned -> free.  Only then may the COW'd blocks be
- *   copied again (a new transaction starts).  A timer also commits every
- *   --commit-interval-ms (btrfs's transaction kthread, 30 s there, scaled
- *   to 1 s for 4 s runs): without it a tickets-only run may never commit,
+ *   copied again (a new transaction starts).  A timer also commits a
+ *   transaction --commit-interval-ms old (btrfs's transaction kthread, 30 s
+ *   there, scaled to 1 s for 4 s runs; a commit from a flusher restarts the
+ *   clock, as there): without it a tickets-only run may never commit,
  *   since the ticket walk restarts at its first state on any progress.
  * - Dirty throttle (the default; --no-dirty-throttle turns it off): a
  *   simplified balance_dirty_pages().  "Dirty" is dirty plus under-writeback
@@ -317,6 +318,7 @@ struct engine {
 	pthread_mutex_t tree_lock;
 	struct tree fs, ext;
 	uint32_t trans;
+	uint64_t trans_start_ns;	/* when the running transaction began */
 	uint64_t pinned_trans;		/* pinned by the running transaction */
 	uint64_t nr_refs;		/* queued delayed ref heads */
 	uint64_t nr_items;		/* queued delayed inode items */
@@ -420,24 +422,42 @@ static uint64_t free_meta_bytes(const struct params *p)
 }
 
 /*
+ * The delayed refs that one writeback pass leaves behind: completion turns
+ * each page's reservation into two delayed-ref heads, which stay in the
+ * pool until the refs run.  A pass is one request per writer's file.
+ */
+static uint64_t pass_refs_bytes(const struct params *p)
+{
+	return (uint64_t)p->writers * p->wb_chunk_pages * 2 * p->head_bytes;
+}
+
+/*
  * The dirty limit, in pages: --dirty-limit-kib, or by default the number
- * of dirty pages whose reservations fill what a transaction that copied
- * every tree block leaves of the free metadata space.  Then, when nothing
- * flushes early (pinned space grows until the timer commits, delayed refs
- * pile up until tickets run them), the pool fills before the dirty limit
- * is reached and writers wait on tickets, as in the seed; when the pool is
- * kept in shape, dirty pages have room up to the limit and the throttle
- * paces the writers.  Never less than two writeback passes' worth, so the
+ * of dirty pages whose reservations fill what is left of the free metadata
+ * once a transaction has copied every tree block and one writeback pass
+ * has queued its delayed refs.  Then, when nothing flushes early (pinned
+ * space grows until the timer commits, delayed refs pile up until tickets
+ * run them), the pool fills before the dirty limit is reached and writers
+ * wait on tickets, as in the seed; when the pool is kept in shape, dirty
+ * pages have room up to the limit and the throttle paces the writers.
+ *
+ * Without the refs' share (the default until 2026-11-29) the pool is
+ * over-subscribed by construction whenever dirty pages near the limit with
+ * a transaction's worth pinned: the room is then gone however well the
+ * pool is flushed, and only a commit (or a wait) can make more.
+ * --dirty-limit-kib 1272 gives that sizing back; docs/results-stall.md
+ * reports both.  Never less than two writeback passes' worth, so the
  * background threshold and freerun stay meaningful on odd settings.
  */
 static uint64_t dirty_limit_pages(const struct params *p)
 {
-	uint64_t free = free_meta_bytes(p), cow = cow_max_bytes(p);
+	uint64_t free = free_meta_bytes(p);
+	uint64_t taken = cow_max_bytes(p) + pass_refs_bytes(p);
 	uint64_t min = 2 * (uint64_t)p->writers * p->wb_chunk_pages, lim;
 
 	if (p->dirty_limit_pages)
 		return p->dirty_limit_pages;
-	lim = free > cow ? (free - cow) / p->item_bytes : 0;
+	lim = free > taken ? (free - taken) / p->item_bytes : 0;
 	return lim > min ? lim : min;
 }
 
@@ -856,6 +876,7 @@ static void commit_transaction(struct engine *e, enum commit_source src)
 	pinned = e->pinned_trans;
 	e->pinned_trans = 0;
 	e->trans++;
+	e->trans_start_ns = now_ns();
 	pthread_mutex_unlock(&e->tree_lock);
 
 	dev_sync(&e->dev, (uint64_t)e->p->commit_us * NSEC_PER_USEC);
@@ -1205,17 +1226,33 @@ static void *sampler_main(void *arg)
 }
 
 /*
- * The transaction timer (btrfs's transaction kthread, commit_interval): a
- * commit every --commit-interval-ms whatever the space situation.
+ * The transaction timer (btrfs's transaction_kthread, commit_interval): it
+ * commits the running transaction once it is --commit-interval-ms old.  A
+ * younger one (a commit from elsewhere started it) is left alone until it
+ * reaches that age, as in btrfs, so commits from the flushers replace
+ * timer commits rather than add to them.
  */
+static uint64_t trans_start(struct engine *e)
+{
+	uint64_t t;
+
+	pthread_mutex_lock(&e->tree_lock);
+	t = e->trans_start_ns;
+	pthread_mutex_unlock(&e->tree_lock);
+	return t;
+}
+
 static void *committer_main(void *arg)
 {
 	struct engine *e = arg;
-	uint64_t next = now_ns();
+	uint64_t interval = (uint64_t)e->p->commit_interval_ms * NSEC_PER_MSEC;
+	uint64_t next;
 
 	tight_timers();
+	next = trans_start(e) + interval;
 	for (;;) {
-		next += (uint64_t)e->p->commit_interval_ms * NSEC_PER_MSEC;
+		uint64_t start;
+
 		/* Look at the stop flag every 10 ms so a run ends on time. */
 		while (now_ns() < next && !atomic_load(&e->stop)) {
 			uint64_t t = now_ns() + 10 * NSEC_PER_MSEC;
@@ -1224,7 +1261,17 @@ static void *committer_main(void *arg)
 		}
 		if (atomic_load(&e->stop))
 			break;
-		commit_transaction(e, COMMIT_TIMER);
+		start = trans_start(e);
+		if (start + interval <= now_ns()) {
+			commit_transaction(e, COMMIT_TIMER);
+			/* An empty transaction is not committed: look again
+			 * a full interval later, as btrfs does with none. */
+			if (trans_start(e) == start) {
+				next = now_ns() + interval;
+				continue;
+			}
+		}
+		next = trans_start(e) + interval;
 	}
 	return NULL;
 }
@@ -1457,6 +1504,9 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	}
 
 	t0 = now_ns();
+	pthread_mutex_lock(&e->tree_lock);
+	e->trans_start_ns = t0;	/* the first transaction starts with the run */
+	pthread_mutex_unlock(&e->tree_lock);
 	pthread_create(&e->sampler, NULL, sampler_main, e);
 	if (p->commit_interval_ms)
 		pthread_create(&e->committer, NULL, committer_main, e);
@@ -1921,10 +1971,12 @@ int main(int argc, char **argv)
 
 		printf("dirty throttle: limit %" PRIu64 " pages (%" PRIu64
 		       " KiB; their reservations %" PRIu64 " MiB + a "
-		       "transaction's max pinned %" PRIu64 " MiB vs free "
+		       "transaction's max pinned %" PRIu64 " MiB + a "
+		       "writeback pass's refs %" PRIu64 " MiB vs free "
 		       "metadata %" PRIu64 " MiB), background %" PRIu64
 		       ", freerun %" PRIu64 "\n", lim, lim * PAGE_BYTES / KIB,
 		       lim * p.item_bytes / MIB, cow_max_bytes(&p) / MIB,
+		       pass_refs_bytes(&p) / MIB,
 		       free_meta_bytes(&p) / MIB, lim * p.dirty_bg_pct / 100,
 		       (lim + lim * p.dirty_bg_pct / 100) / 2);
 	} else {
