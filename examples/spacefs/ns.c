@@ -680,7 +680,7 @@ int sfs_link(struct sfs *fs, const char *from, const char *to)
 /* An attribute change: the inode's leaf is copied. */
 static int setattr_item(struct sfs *fs, const char *path)
 {
-	struct sinode *n;
+	struct sinode *n = NULL;	/* set when path_iget() succeeds */
 	struct stat st;
 	int ret = path_iget(fs, path, &st, &n);
 
@@ -799,7 +799,7 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 
 int sfs_truncate(struct sfs *fs, const char *path, off_t size)
 {
-	struct sinode *n;
+	struct sinode *n = NULL;	/* set when path_iget() succeeds */
 	struct stat st;
 	int ret = path_iget(fs, path, &st, &n);
 
@@ -837,7 +837,7 @@ static int new_file(struct sinode *n, int flags, struct sfs_file **out)
 int sfs_open(struct sfs *fs, const char *path, int flags,
 	     struct sfs_file **out)
 {
-	struct sinode *n;
+	struct sinode *n = NULL;	/* set when path_iget() succeeds */
 	struct stat st;
 	int ret = path_iget(fs, path, &st, &n);
 
