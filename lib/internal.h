@@ -51,8 +51,18 @@
 #define SZ_256M (UINT64_C(256) << 20)
 #define SZ_1G (UINT64_C(1) << 30)
 
-#define srsv__min(a, b) ((a) < (b) ? (a) : (b))
-#define srsv__max(a, b) ((a) > (b) ? (a) : (b))
+/*
+ * Each argument is evaluated once, like the kernel's min()/max(): an
+ * argument may load a word other threads change lock-free (an rsv's
+ * reserved), and evaluating it again for the result could return a value
+ * the comparison never saw (rsv.c, the spill in srsv_rsv_release()).
+ */
+#define srsv__min(a, b) ({ __typeof__(a) srsv__a_ = (a);		\
+			   __typeof__(b) srsv__b_ = (b);		\
+			   srsv__a_ < srsv__b_ ? srsv__a_ : srsv__b_; })
+#define srsv__max(a, b) ({ __typeof__(a) srsv__a_ = (a);		\
+			   __typeof__(b) srsv__b_ = (b);		\
+			   srsv__a_ > srsv__b_ ? srsv__a_ : srsv__b_; })
 #define SRSV__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* @value * @percent / 100 without overflow (btrfs's mult_perc). */

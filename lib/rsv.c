@@ -290,7 +290,7 @@ SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
 SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 				 enum srsv_flush mode, unsigned flags)
 {
-	uint64_t missing = 0;
+	uint64_t missing = 0, reserved;
 	int ret;
 
 	if (!rsv_valid(rsv) || min_reserved > SRSV_MAX_BYTES)
@@ -301,8 +301,10 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	} else {
 		rsv_lock(rsv);
 	}
-	if (rsv_reserved(rsv) < min_reserved)
-		missing = min_reserved - rsv_reserved(rsv);
+	/* Once: a lock-free use may lower it between two reads. */
+	reserved = rsv_reserved(rsv);
+	if (reserved < min_reserved)
+		missing = min_reserved - reserved;
 	rsv_unlock(rsv);
 	if (!missing)
 		return 0;
@@ -398,12 +400,22 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 
 	target = spill_target(rsv);
 	if (target) {
+		uint64_t size, reserved;
+
 		rsv_lock(target);
-		/* A lock-free use may lower reserved meanwhile: the room we
-		 * see is then smaller than the real one, never larger. */
-		if (rsv_size(target) > rsv_reserved(target)) {
-			spilled = srsv__min(excess, rsv_size(target) -
-						    rsv_reserved(target));
+		/*
+		 * Read the room once.  A lock-free use may lower reserved
+		 * meanwhile: the room we computed is then smaller than the
+		 * real one, never larger, and we spill at most @excess.  Read
+		 * a second time for the result (srsv__min() once evaluated its
+		 * arguments twice), a use in between made the room larger
+		 * than @excess, and the target was credited with bytes no
+		 * may_use stood behind.
+		 */
+		size = rsv_size(target);
+		reserved = rsv_reserved(target);
+		if (size > reserved) {
+			spilled = srsv__min(excess, size - reserved);
 			add_bytes_locked(target, spilled, false);
 		}
 		rsv_unlock(target);

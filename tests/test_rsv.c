@@ -7,6 +7,7 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <libspacersv/spacersv.h>
@@ -256,6 +257,109 @@ START_TEST(test_release_no_spill_target_other_pool)
 }
 END_TEST
 
+/*
+ * A release spills into the delayed-refs rsv while another thread draws
+ * from it lock-free (srsv_rsv_use(), and a migrate out of it, take no lock).
+ * The spill must read the room once: it once read it twice (srsv__min()
+ * evaluated its arguments twice), a draw between the reads made the second
+ * one larger than what was released, and the rsv was credited with bytes no
+ * may_use stood behind (seen as may_use below the sum of its owners in the
+ * model-based stress under TSan).  The window is a few instructions, so this
+ * is bounded in time rather than deterministic: the releaser releases a
+ * little more than the room it sees, so that most spills take the arm whose
+ * result was re-read, and the drawer draws without pause.  It caught the
+ * bug in most runs of a few hundred milliseconds on two cores.
+ */
+#define RACE_ROOM (64 * KiB)
+#define RACE_DRAW (4 * KiB)
+#define RACE_ROUNDS 40
+#define RACE_ROUND_MS 25
+
+struct spill_race {
+	struct srsv_rsv rsv;		/* the releaser's */
+	struct srsv_rsv *delrefs;
+	uint64_t drawn;			/* the drawer's books */
+	uint64_t releases;
+	int stop;
+};
+
+static void *spill_releaser(void *arg)
+{
+	struct spill_race *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		struct srsv_rsv_info di;
+		uint64_t bytes;
+
+		if (srsv_rsv_get_info(r->delrefs, &di))
+			break;
+		bytes = di.size - di.reserved + RACE_DRAW / 2;
+		if (srsv_rsv_add(&r->rsv, bytes, SRSV_NO_FLUSH, 0) == 0 &&
+		    srsv_rsv_release(&r->rsv, SRSV_RSV_ALL, NULL) == 0)
+			r->releases++;
+	}
+	return NULL;
+}
+
+static void *spill_drawer(void *arg)
+{
+	struct spill_race *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		if (srsv_rsv_use(r->delrefs, RACE_DRAW) == 0)
+			r->drawn += RACE_DRAW;
+		/* Give back in batches, so that the pool never fills. */
+		if (r->drawn >= MiB && srsv_space_release(meta, r->drawn) == 0)
+			r->drawn = 0;
+	}
+	return NULL;
+}
+
+START_TEST(test_release_spill_races_lockfree_use)
+{
+	struct spill_race r = { 0 };
+
+	r.delrefs = srsv_ctx_rsv(ctx, SRSV_RSV_DELREFS);
+	ck_assert_int_eq(srsv_rsv_init(&r.rsv, meta, SRSV_RSV_TEMP), 0);
+	/* Room in the delayed-refs rsv: its size, without the bytes (we hold
+	 * them). */
+	ck_assert_int_eq(srsv_rsv_add(r.delrefs, RACE_ROOM, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_rsv_use(r.delrefs, RACE_ROOM), 0);
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		pthread_t releaser, drawer;
+		uint64_t owners;
+
+		__atomic_store_n(&r.stop, 0, __ATOMIC_RELEASE);
+		ck_assert_int_eq(pthread_create(&releaser, NULL, spill_releaser,
+						&r), 0);
+		ck_assert_int_eq(pthread_create(&drawer, NULL, spill_drawer,
+						&r), 0);
+		esim_sleep_ms(RACE_ROUND_MS);
+		__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+		ck_assert_int_eq(pthread_join(releaser, NULL), 0);
+		ck_assert_int_eq(pthread_join(drawer, NULL), 0);
+		/* Every byte of may_use has an owner. */
+		owners = RACE_ROOM + r.drawn + info_of(r.delrefs).reserved +
+			 info_of(&r.rsv).reserved;
+		ck_assert_msg(may_use(meta) == owners,
+			      "round %d: may_use %" PRIu64 " != owners %" PRIu64
+			      " (delayed refs %" PRIu64 " of %" PRIu64
+			      ", drawn %" PRIu64 ", %" PRIu64 " releases)",
+			      round, may_use(meta), owners,
+			      info_of(r.delrefs).reserved, info_of(r.delrefs).size,
+			      r.drawn, r.releases);
+	}
+	ck_assert_uint_gt(r.releases, 0);
+	ck_assert_int_eq(srsv_rsv_destroy(&r.rsv), 0);
+	if (r.drawn)
+		ck_assert_int_eq(srsv_space_release(meta, r.drawn), 0);
+	ck_assert_int_eq(srsv_rsv_release(r.delrefs, SRSV_RSV_ALL, NULL), 0);
+	ck_assert_int_eq(srsv_space_release(meta, RACE_ROOM), 0);
+	ck_assert_uint_eq(may_use(meta), 0);
+}
+END_TEST
+
 START_TEST(test_global_resize_grants_tickets)
 {
 	struct srsv_ticket t;
@@ -500,6 +604,7 @@ static Suite *rsv_suite(void)
 	tcase_add_test(tc, test_release_spills_to_delayed_refs);
 	tcase_add_test(tc, test_release_delops_spills_to_global);
 	tcase_add_test(tc, test_release_no_spill_target_other_pool);
+	tcase_add_test(tc, test_release_spill_races_lockfree_use);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_nowait_add_busy_lock);
 	suite_add_tcase(s, tc);
