@@ -245,7 +245,8 @@ static void async_reclaim_metadata(struct srsv_space *s)
 			 * is not needed, busy or switched off).
 			 */
 			if (s->is_metadata)
-				srsv__maybe_queue_preempt(s, 0, SRSV_FLUSH_ALL);
+				srsv__maybe_queue_preempt(s, 0, SRSV_FLUSH_ALL,
+					srsv__space_counter(s, SRSV__MAY_USE));
 			srsv__unlock(&s->lock);
 			return;
 		}

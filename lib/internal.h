@@ -346,9 +346,12 @@ void srsv__may_use_add(struct srsv_space *s, uint64_t bytes);
 /*
  * Charge @bytes to may_use if they fit under the overcommit rules of
  * @mode (btrfs: used + bytes <= total || can_overcommit(bytes, mode)).
- * Lock-free (CAS); true when charged.
+ * Lock-free (CAS); true when charged, and then *@after (if not NULL) is
+ * the may_use our compare-and-swap left: callers that look at may_use
+ * again need not reload the contended word.
  */
-bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode);
+bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
+			    uint64_t *after);
 /* A @mode for srsv__space_try_charge(): plain fit, no overcommit. */
 #define SRSV__CHARGE_NO_OVERCOMMIT (-1)
 /* A @mode for srsv__space_try_charge(): used without may_use <= total. */
@@ -420,18 +423,22 @@ void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
 /*
  * After a successful metadata reservation: queue preemptive flushing if
  * needed.  Inline so that the reservation fast path of a pool with room
- * pays five loads here, not a chain of calls: a busy or disabled worker,
- * or reservations under the floor, answer "no" at once.
+ * pays four loads here, not a chain of calls: a busy or disabled worker,
+ * or reservations under the floor, answer "no" at once.  @may_use is what
+ * the caller's charge left: with writers on several CPUs the admission
+ * word's cache line has often moved on by now, and reloading it would
+ * cost a second transfer per reservation.
  */
 static inline void srsv__maybe_queue_preempt(struct srsv_space *s,
-					     uint64_t bytes, int mode)
+					     uint64_t bytes, int mode,
+					     uint64_t may_use)
 {
 	struct srsv_ctx *ctx = s->ctx;
 
 	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
 		return;
-	if (srsv__space_counter(s, SRSV__MAY_USE) +
-	    srsv__space_counter(s, SRSV__PINNED) <= srsv__ld(&s->preempt_floor))
+	if (may_use + srsv__space_counter(s, SRSV__PINNED) <=
+	    srsv__ld(&s->preempt_floor))
 		return;
 	srsv__queue_preempt_if_needed(s, bytes, mode);
 }

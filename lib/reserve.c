@@ -91,16 +91,19 @@ static bool pending_for(const struct srsv_space *s, int mode)
 }
 
 /* One admission attempt: steps 1-3 of the essay minus the ticket. */
-static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode)
+/* Charge @bytes if the rules of @mode allow; *@after as for try_charge. */
+static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
+			uint64_t *after)
 {
-	if (!pending_for(s, mode) && srsv__space_try_charge(s, bytes, mode))
+	if (!pending_for(s, mode) &&
+	    srsv__space_try_charge(s, bytes, mode, after))
 		return true;
 	/*
 	 * "Things are dire": FLUSH_EMERGENCY takes anything that physically
 	 * fits, whatever is queued or reserved.
 	 */
 	return mode == SRSV_FLUSH_EMERGENCY &&
-	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY);
+	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
 }
 
 void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
@@ -232,6 +235,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	     int mode, unsigned flags)
 {
 	struct srsv_ctx *ctx = s->ctx;
+	uint64_t after = 0;
 	int ret;
 
 	if (flags & SRSV_RESERVE_NOWAIT) {
@@ -243,14 +247,14 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 */
 		ret = -EAGAIN;
 		if (!pending_for(s, mode) && srsv__trylock(&s->lock)) {
-			if (try_reserve(s, bytes, mode))
+			if (try_reserve(s, bytes, mode, &after))
 				ret = 0;
 			srsv__unlock(&s->lock);
 		}
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
 		/* Queueing the preemptive worker never blocks (CAS + sem_post). */
 		if (!ret && s->is_metadata)
-			srsv__maybe_queue_preempt(s, bytes, mode);
+			srsv__maybe_queue_preempt(s, bytes, mode, after);
 		return ret;
 	}
 	if (impossible(s, bytes)) {
@@ -263,7 +267,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	srsv__lock(&s->lock);
 	if (srsv__ld(&ctx->closing)) {
 		ret = -ESHUTDOWN;
-	} else if (try_reserve(s, bytes, mode)) {
+	} else if (try_reserve(s, bytes, mode, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;
@@ -282,7 +286,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		ret = queue_ticket(s, t, bytes, mode);
 	}
 	if (ret == 0 && s->is_metadata)
-		srsv__maybe_queue_preempt(s, bytes, mode);
+		srsv__maybe_queue_preempt(s, bytes, mode, after);
 	srsv__unlock(&s->lock);
 	srsv__ctx_leave(ctx);
 	srsv__trace_reserve(s, bytes, mode, flags, ret);
@@ -293,14 +297,16 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 				unsigned flags, int *ret)
 {
+	uint64_t after;
+
 	*ret = check_args(s, bytes, mode, flags);
 	if (*ret)
 		return true;
-	if (!try_reserve(s, bytes, mode))
+	if (!try_reserve(s, bytes, mode, &after))
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);
 	if (s->is_metadata)
-		srsv__maybe_queue_preempt(s, bytes, mode);
+		srsv__maybe_queue_preempt(s, bytes, mode, after);
 	return true;
 }
 

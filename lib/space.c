@@ -228,7 +228,8 @@ static bool fits(const struct srsv_space *s, uint64_t may_use,
 	return bytes < limit && used < limit - bytes;
 }
 
-bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode)
+bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
+			    uint64_t *after)
 {
 	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
 
@@ -243,6 +244,8 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode)
 			break;
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
+	if (after)
+		*after = may_use + bytes;
 	return true;
 }
 
@@ -262,7 +265,7 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 		while (!srsv__list_empty(heads[i])) {
 			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
 
-			if (!srsv__space_try_charge(s, t->bytes, modes[i]))
+			if (!srsv__space_try_charge(s, t->bytes, modes[i], NULL))
 				break;
 			srsv__ticket_remove(s, t);
 			t->bytes = 0;
@@ -479,7 +482,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
 	} else if (!srsv__space_try_charge(s, bytes,
-					   SRSV__CHARGE_NO_OVERCOMMIT)) {
+					   SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
 		/*
 		 * Admission goes through may_use so that it is ordered with
 		 * lock-free reservations: charge, then move to readonly.
