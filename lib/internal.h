@@ -421,6 +421,22 @@ void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
 				   int mode);
 
 /*
+ * Are tickets queued that a reservation in @mode may not pass?  Normal
+ * tickets hold back FLUSH_ALL, ALL_STEAL and NO_FLUSH; priority tickets
+ * hold back everyone.  Lock-free.
+ */
+static inline bool srsv__pending_for(const struct srsv_space *s, int mode)
+{
+	uint64_t waiting = (uint64_t)AO_load_acquire(
+		(volatile AO_t *)&s->waiting);
+
+	if (mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
+	    mode == SRSV_NO_FLUSH)
+		return waiting != 0;
+	return (waiting >> 32) != 0;
+}
+
+/*
  * After a successful metadata reservation: queue preemptive flushing if
  * needed.  Inline so that the reservation fast path of a pool with room
  * pays four loads here, not a chain of calls: a busy or disabled worker,

@@ -79,19 +79,12 @@ static bool is_async_mode(int mode)
 	       mode == SRSV_FLUSH_DATA;
 }
 
-static bool pending_for(const struct srsv_space *s, int mode)
-{
-	uint64_t waiting = (uint64_t)AO_load_acquire(
-		(volatile AO_t *)&s->waiting);
+#define pending_for srsv__pending_for
 
-	if (mode == SRSV_FLUSH_ALL || mode == SRSV_FLUSH_ALL_STEAL ||
-	    mode == SRSV_NO_FLUSH)
-		return waiting != 0;
-	return (waiting >> 32) != 0;
-}
-
-/* One admission attempt: steps 1-3 of the essay minus the ticket. */
-/* Charge @bytes if the rules of @mode allow; *@after as for try_charge. */
+/*
+ * One admission attempt: steps 1-3 of the essay minus the ticket.  Charge
+ * @bytes if the rules of @mode allow; *@after as for try_charge.
+ */
 static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 			uint64_t *after)
 {

@@ -994,6 +994,49 @@ static int fault_fn(int step)
 	return step == fault_step ? fault_error : 0;
 }
 
+/*
+ * NOWAIT with tickets queued fails before its first step: no quota, data
+ * or metadata charge is made (and undone).  The step hook counts.
+ */
+START_TEST(test_nowait_queued_fails_before_any_step)
+{
+	struct fx *fx = fx_new(8 * MIB, 8 * MIB);
+	struct srsv_space *pools[2] = { fx->data, fx->meta };
+	const enum srsv_flush modes[2] = { SRSV_FLUSH_DATA, SRSV_FLUSH_ALL };
+	struct srsv_delalloc_resv r;
+	struct srsv_ticket t;
+	struct srsv_quota *q;
+
+	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 32 * MIB, &q), 0);
+	fault_step = -1;
+	set_fault(fault_fn);
+	for (int p = 0; p < 2; p++) {
+		memset(fault_seen, 0, sizeof(fault_seen));
+		ck_assert_int_eq(srsv_space_reserve(pools[p], 4 * MIB,
+						    SRSV_NO_FLUSH, 0), 0);
+		ck_assert_int_eq(srsv_ticket_reserve(pools[p], &t, 6 * MIB,
+						     modes[p], 0),
+				 -EINPROGRESS);
+		expect_nowait_eagain(fx, q, 64 * KIB);
+		for (int k = 0; k < NR_STEPS; k++)
+			ck_assert_uint_eq(fault_seen[k], 0);
+		ck_assert_int_eq(srsv_ticket_cancel(&t), 0);
+		ck_assert_int_eq(srsv_ticket_wait(&t, 0), -ECANCELED);
+		ck_assert_int_eq(srsv_space_release(pools[p], 4 * MIB), 0);
+	}
+	/* Nothing queued: the three steps run. */
+	memset(fault_seen, 0, sizeof(fault_seen));
+	ck_assert_int_eq(srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,
+					       SRSV_DELALLOC_NOWAIT, &r), 0);
+	ck_assert_uint_eq(fault_seen[STEP_QUOTA], 1);
+	ck_assert_uint_eq(fault_seen[STEP_DATA], 1);
+	ck_assert_uint_eq(fault_seen[STEP_META], 1);
+	set_fault(NULL);
+	ck_assert_int_eq(srsv_delalloc_release(&r), 0);
+	fx_free(fx);
+}
+END_TEST
+
 START_TEST(test_fault_each_step)
 {
 	static const int errors[] = { -ENOSPC, -EDQUOT, -EIO };
@@ -1663,6 +1706,7 @@ static Suite *delalloc_suite(void)
 	tcase_add_test(nowait, test_nowait_pool_full);
 	tcase_add_test(nowait, test_nowait_quota_exhausted);
 	tcase_add_test(nowait, test_nowait_tickets_queued);
+	tcase_add_test(nowait, test_nowait_queued_fails_before_any_step);
 	tcase_add_test(nowait, test_nowait_quota_lock_held);
 	tcase_add_test(nowait, test_nowait_pool_lock_held);
 	tcase_add_test(nowait, test_nowait_meta_lock_held_tickets);
