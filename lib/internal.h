@@ -413,9 +413,9 @@ uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
 /* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
 bool srsv__need_preemptive_reclaim(struct srsv_space *s);
 /* The preemptive floor of a pool of @total bytes. */
+uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total);
 /* A COMMIT_TRANS callback took @ns (pool lock held). */
 void srsv__note_commit_time(struct srsv_space *s, uint64_t ns);
-uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total);
 /* Queue the preemptive worker if need_preemptive_reclaim() says so. */
 void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
 				   int mode);

@@ -14,8 +14,9 @@
  * loops while the answer stays yes, each time flushing a quarter of
  * whichever pool holds the most reclaimable space: dirty data (DELALLOC)
  * when its metadata outweighs the other reservations combined, else pinned
- * space (COMMIT_TRANS) when it outweighs the deferred work, else deferred
- * items or deferred references.
+ * space (COMMIT_TRANS) when it outweighs the deferred work and the pool
+ * would run out of room before a commit could help
+ * (preempt_commit_worth_it()), else deferred items or deferred references.
  *
  * THE CLAMP
  *
