@@ -31,8 +31,17 @@ int srsv__lock_init(struct srsv__lock *l);
 void srsv__lock_destroy(struct srsv__lock *l);
 /* May sleep: counted as a blocking acquisition. */
 void srsv__lock(struct srsv__lock *l);
-/* Never sleeps: true when the lock was taken. */
+/*
+ * Never sleeps: true when the lock was taken.  A busy lock is tried again
+ * a bounded number of times (SRSV__TRYLOCK_SPINS) with a CPU pause in
+ * between, the userspace form of the spinlocks btrfs takes on these paths
+ * under NOWAIT: the library's critical sections are a few instructions,
+ * so a holder running on another CPU is gone within the spin, while one
+ * that was preempted costs a bounded wait, then the NOWAIT answer.
+ */
 bool srsv__trylock(struct srsv__lock *l);
+/* The same bounded spin on a bare mutex (rsv locks). */
+bool srsv__mutex_trylock_spin(pthread_mutex_t *m);
 void srsv__unlock(struct srsv__lock *l);
 /*
  * Wait on @cond, releasing @l meanwhile.  @deadline NULL waits for ever.

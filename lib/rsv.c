@@ -165,7 +165,7 @@ static void rsv_lock(struct srsv_rsv *rsv)
 /* NOWAIT callers: never sleeps. */
 static bool rsv_trylock(struct srsv_rsv *rsv)
 {
-	bool ok = pthread_mutex_trylock(&rsv->lock) == 0;
+	bool ok = srsv__mutex_trylock_spin(&rsv->lock);
 
 	if (ok)
 		srsv__lock_note(false);
