@@ -206,8 +206,8 @@ SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
 	 */
 	if (nowait && (srsv__pending_for(data, SRSV_NO_FLUSH) ||
 		       srsv__pending_for(meta_space(ctx), SRSV_NO_FLUSH))) {
-		memset(resv, 0, sizeof(*resv));
-		return -EAGAIN;
+		ret = -EAGAIN;
+		goto fail;
 	}
 
 	/* 1. Quota: DATA and META_PREALLOC together. */

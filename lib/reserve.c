@@ -79,8 +79,6 @@ static bool is_async_mode(int mode)
 	       mode == SRSV_FLUSH_DATA;
 }
 
-#define pending_for srsv__pending_for
-
 /*
  * One admission attempt: steps 1-3 of the essay minus the ticket.  Charge
  * @bytes if the rules of @mode allow; *@after as for try_charge.
@@ -88,7 +86,7 @@ static bool is_async_mode(int mode)
 static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 			uint64_t *after)
 {
-	if (!pending_for(s, mode) &&
+	if (!srsv__pending_for(s, mode) &&
 	    srsv__space_try_charge(s, bytes, mode, after))
 		return true;
 	/*
@@ -239,7 +237,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 * to wake a flusher waiting for the lock (a system call).
 		 */
 		ret = -EAGAIN;
-		if (!pending_for(s, mode) && srsv__trylock(&s->lock)) {
+		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
 			if (try_reserve(s, bytes, mode, &after))
 				ret = 0;
 			srsv__unlock(&s->lock);
@@ -277,6 +275,9 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		t->mode = mode;
 		t->orig_bytes = bytes;
 		ret = queue_ticket(s, t, bytes, mode);
+		/* Granted while queueing: what the grant left. */
+		if (!ret)
+			after = srsv__space_counter(s, SRSV__MAY_USE);
 	}
 	if (ret == 0 && s->is_metadata)
 		srsv__maybe_queue_preempt(s, bytes, mode, after);
