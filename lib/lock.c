@@ -63,23 +63,12 @@ void srsv__lock(struct srsv__lock *l)
 #define SRSV__TRYLOCK_SPINS 64
 #endif
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 bool srsv__mutex_trylock_spin(pthread_mutex_t *m)
 {
 	for (unsigned i = 0; i < SRSV__TRYLOCK_SPINS; i++) {
 		if (pthread_mutex_trylock(m) == 0)
 			return true;
-		cpu_relax();
+		srsv__cpu_relax();
 	}
 	return pthread_mutex_trylock(m) == 0;
 }

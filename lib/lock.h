@@ -24,6 +24,18 @@ struct srsv__lock {
 	volatile AO_t owner;
 };
 
+/* The spin-wait hint: a pause that yields the core to its hyperthread. */
+static inline void srsv__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 /* A per-thread token that is never 0. */
 AO_t srsv__thread_token(void);
 

@@ -11,11 +11,13 @@
  * docs/bad-input.md is the table of these cases; each row names its test.
  */
 #include <check.h>
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libspacersv/spacersv.h>
 
@@ -517,6 +519,85 @@ START_TEST(test_space_release_bad)
 	BAD(srsv_space_release(md, MAXB + 1), -EINVAL);
 	/* 0 is a documented no-op. */
 	BAD(srsv_space_release(md, 0), 0);
+}
+END_TEST
+
+/*
+ * A refused release is applied and undone (one fetch-and-add each way):
+ * racing it, lawful releases must still succeed, no reservation may be
+ * granted against the wrapped word, and once all stop every counter must
+ * be what it was.
+ */
+struct race_arg {
+	bool buggy;
+	volatile int *stop;
+	uint64_t rounds, refused, failed_reserves, bad;
+};
+
+static void *race_thread(void *p)
+{
+	struct race_arg *a = p;
+
+	while (!__atomic_load_n(a->stop, __ATOMIC_ACQUIRE)) {
+		int ret;
+
+		__atomic_fetch_add(&a->rounds, 1, __ATOMIC_RELAXED);
+		if (a->buggy) {
+			/* Far more than the pool ever lends. */
+			if (srsv_space_release(md, MAXB) == -EINVAL)
+				a->refused++;
+			else
+				a->bad++;
+			continue;
+		}
+		ret = srsv_space_reserve(md, 4 * KiB, SRSV_NO_FLUSH, 0);
+		if (ret == -ENOSPC) {
+			a->failed_reserves++;
+			continue;
+		}
+		if (ret || srsv_space_release(md, 4 * KiB))
+			a->bad++;
+	}
+	return NULL;
+}
+
+START_TEST(test_space_release_refused_races)
+{
+	struct race_arg args[3] = { { .buggy = true }, { 0 }, { 0 } };
+	pthread_t th[3];
+	volatile int stop = 0;
+	struct world before, after;
+
+	capture(&before);
+	for (int i = 0; i < 3; i++) {
+		args[i].stop = &stop;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_thread,
+						&args[i]), 0);
+	}
+	/* Bounded: enough rounds for thousands of overlaps, or 2 s. */
+	for (int ms = 0; ms < 2000; ms++) {
+		if (__atomic_load_n(&args[0].rounds, __ATOMIC_RELAXED) >
+			    200000 &&
+		    __atomic_load_n(&args[1].rounds, __ATOMIC_RELAXED) >
+			    200000)
+			break;
+		usleep(1000);
+	}
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+
+	ck_assert_uint_eq(args[0].bad, 0);
+	ck_assert_uint_eq(args[0].refused, args[0].rounds);
+	for (int i = 1; i < 3; i++) {
+		ck_assert_uint_eq(args[i].bad, 0);
+		/* Refusals only make the pool look full for an instant. */
+		ck_assert_uint_lt(args[i].failed_reserves,
+				  args[i].rounds / 2 + 1);
+	}
+	ck_assert_uint_gt(args[0].rounds, 1000);
+	capture(&after);
+	assert_same(&before, &after, "racing refused releases");
 }
 END_TEST
 
@@ -1649,6 +1730,7 @@ static Suite *badinput_suite(void)
 	tcase_add_test(space, test_ticket_reserve_bad);
 	tcase_add_test(space, test_ticket_wait_cancel_bad);
 	tcase_add_test(space, test_space_release_bad);
+	tcase_add_test(space, test_space_release_refused_races);
 	tcase_add_test(space, test_space_alloc_bad);
 	tcase_add_test(space, test_space_free_reserved_bad);
 	tcase_add_test(space, test_space_commit_used_bad);

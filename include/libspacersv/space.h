@@ -143,7 +143,10 @@ int srsv_ticket_cancel(struct srsv_ticket *ticket);
  * @param space the pool
  * @param bytes how much (0 is a no-op)
  * @retval 0 success
- * @retval -EINVAL NULL space, or more than may_use holds (nothing changed)
+ * @retval -EINVAL NULL space, or more than may_use holds (nothing changed;
+ * concurrent callers may find the pool full for the instant the refused
+ * subtraction takes to be undone, and two over-releases racing each other
+ * can let one of them through)
  * @note Thread-safe; lock-free unless tickets are queued; may be called
  * from flush callbacks.
  */
