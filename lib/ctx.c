@@ -134,7 +134,8 @@ static int load_config(struct srsv_config *cfg, const struct srsv_config *user)
 	    cfg->data_chunk_bytes > SRSV_MAX_BYTES ||
 	    cfg->zone_bytes > SRSV_MAX_BYTES ||
 	    cfg->delalloc_extent_meta_bytes > SRSV_MAX_BYTES ||
-	    cfg->delalloc_max_extent_bytes > SRSV_MAX_BYTES)
+	    cfg->delalloc_max_extent_bytes > SRSV_MAX_BYTES ||
+	    cfg->cpu_cache_bytes > SZ_1G)
 		return -EINVAL;
 	if (!cfg->device_bytes)
 		cfg->device_bytes = sum + cfg->unallocated_bytes;
@@ -196,6 +197,9 @@ static int create_pools(struct srsv_ctx *ctx)
 		int ret = srsv__space_create(ctx, kinds[i],
 					     ctx->cfg.pool_bytes[kinds[i]],
 					     &ctx->spaces[kinds[i]]);
+		if (!ret)
+			ret = srsv__cache_create(ctx->spaces[kinds[i]],
+						 ctx->cfg.cpu_cache_bytes);
 		if (ret)
 			return ret;
 	}

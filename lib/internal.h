@@ -152,6 +152,11 @@ _Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
 
 #define SRSV__CACHELINE 64
 
+/* One CPU's reservation cache (cache.c), alone on its cache line. */
+struct srsv__cache_slot {
+	volatile AO_t word;		/* credit bytes, or closed */
+} __attribute__((aligned(SRSV__CACHELINE)));
+
 struct srsv_space {
 	/*
 	 * may_use, the admission word, alone on its cache line: every
@@ -181,6 +186,12 @@ struct srsv_space {
 	volatile AO_t clamp;
 	volatile AO_t full;		/* cannot grow */
 	volatile AO_t preempt_floor;	/* srsv__preempt_floor(total) */
+	/* Per-CPU reservation caches (cache.c); NULL when off.  Fixed. */
+	struct srsv__cache_slot *cache;
+	volatile AO_t cache_on;		/* engaged: contention was seen */
+	unsigned cache_slots;
+	uint64_t cache_batch;		/* largest request a slot serves */
+	uint64_t cache_margin;		/* room refills leave in the pool */
 
 	/* Protected by lock. */
 	uint64_t tickets_id;		/* bumped on every grant */
@@ -245,11 +256,25 @@ static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
 	return (uint64_t)old;
 }
 
+/* Credit sitting in @s's per-CPU caches (a lock-free approximation). */
+uint64_t srsv__cache_credit(const struct srsv_space *s);
+
+/*
+ * A counter's value.  may_use is what callers hold: the admission word
+ * minus the caches' credit (the admission check itself reads the word).
+ */
 static inline uint64_t srsv__space_counter(const struct srsv_space *s,
 					   enum srsv__counter c)
 {
-	return c == SRSV__MAY_USE ? srsv__ld(&s->may_use) :
-				    srsv__ld(&s->counters[c]);
+	uint64_t may_use, credit;
+
+	if (c != SRSV__MAY_USE)
+		return srsv__ld(&s->counters[c]);
+	may_use = srsv__ld(&s->may_use);
+	if (!s->cache)
+		return may_use;
+	credit = srsv__cache_credit(s);
+	return may_use > credit ? may_use - credit : 0;
 }
 
 /* btrfs_space_info_used(s, with_may_use) */
@@ -464,6 +489,31 @@ void srsv__maybe_clamp_preempt(struct srsv_space *s);
 void srsv__preempt_reclaim(struct srsv_space *s);
 /* The preempt worker's choice of state and bytes; pool lock held. */
 int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim);
+
+/* ---- cache.c: per-CPU reservation caches ---- */
+/* Whether @bytes go through @s's caches: configured, engaged, small. */
+static inline bool srsv__cache_engaged(const struct srsv_space *s,
+				       uint64_t bytes)
+{
+	return s->cache && srsv__ld(&s->cache_on) && bytes <= s->cache_batch;
+}
+/* Give @s caches serving requests up to @batch (0: none). */
+int srsv__cache_create(struct srsv_space *s, uint64_t batch);
+void srsv__cache_free(struct srsv_space *s);
+/*
+ * Reserve @bytes (at most the batch) from this CPU's cache, refilling it
+ * from may_use if the pool is far from full.  *@after: may_use after a
+ * refill, 0 when the credit sufficed.  false: use may_use directly.
+ */
+bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
+		      uint64_t *after);
+/*
+ * Release @bytes (at most the batch) into this CPU's cache.  1: done;
+ * 0: the cache is closed, release to may_use; -EINVAL: more than may_use.
+ */
+int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait);
+/* Close every cache and return its credit to may_use; the bytes moved. */
+uint64_t srsv__cache_drain(struct srsv_space *s);
 
 /* ---- rsv.c: block reservations ---- */
 int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);

@@ -238,6 +238,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 */
 		ret = -EAGAIN;
 		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
+			/* The caches' credit may be what we miss. */
+			srsv__cache_drain(s);
 			if (try_reserve(s, bytes, mode, &after))
 				ret = 0;
 			srsv__unlock(&s->lock);
@@ -256,6 +258,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		return -ESHUTDOWN;
 
 	srsv__lock(&s->lock);
+	/* The caches' credit may be what we miss (cache.c). */
+	srsv__cache_drain(s);
 	if (srsv__ld(&ctx->closing)) {
 		ret = -ESHUTDOWN;
 	} else if (try_reserve(s, bytes, mode, &after)) {
@@ -296,6 +300,14 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 	*ret = check_args(s, bytes, mode, flags);
 	if (*ret)
 		return true;
+	if (srsv__cache_engaged(s, bytes) && !srsv__pending_for(s, mode) &&
+	    srsv__cache_take(s, bytes, flags & SRSV_RESERVE_NOWAIT, &after)) {
+		srsv__trace_reserve(s, bytes, mode, flags, 0);
+		/* Served from credit (after 0): may_use did not move. */
+		if (after && s->is_metadata)
+			srsv__maybe_queue_preempt(s, bytes, mode, after);
+		return true;
+	}
 	if (!try_reserve(s, bytes, mode, &after))
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);

@@ -88,6 +88,7 @@ void srsv__space_destroy(struct srsv_space *s)
 {
 	if (!s)
 		return;
+	srsv__cache_free(s);
 	srsv__lock_destroy(&s->lock);
 	free(s);
 }
@@ -272,6 +273,9 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 						      may_use + bytes);
 		if (seen == may_use)
 			break;
+		/* Another CPU got in between: time for the caches. */
+		if (s->cache && !srsv__ld(&s->cache_on))
+			srsv__st(&s->cache_on, 1);
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
 	if (after)
@@ -291,6 +295,10 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 	const int modes[2] = { SRSV_NO_FLUSH, SRSV_FLUSH_ALL };
 
 	srsv__assert_held(&s->lock);
+	/* The caches' credit belongs to the tickets (cache.c). */
+	if (s->cache && (!srsv__list_empty(heads[0]) ||
+			 !srsv__list_empty(heads[1])))
+		srsv__cache_drain(s);
 	for (int i = 0; i < 2; i++) {
 		while (!srsv__list_empty(heads[i])) {
 			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
@@ -342,6 +350,11 @@ SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
 		return -EINVAL;
 	if (!bytes)
 		return 0;
+	if (srsv__cache_engaged(s, bytes)) {
+		ret = srsv__cache_put(s, bytes, false);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
 	ret = srsv__may_use_sub(s, bytes);
 	/*
 	 * Refused too: for an instant the pool looked full, and a
@@ -353,7 +366,14 @@ SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
 
 int srsv__space_release_nowait(struct srsv_space *s, uint64_t bytes)
 {
-	int ret = srsv__may_use_sub(s, bytes);
+	int ret;
+
+	if (srsv__cache_engaged(s, bytes)) {
+		ret = srsv__cache_put(s, bytes, true);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	ret = srsv__may_use_sub(s, bytes);
 
 	srsv__maybe_grant(s, true);
 	return ret;
@@ -513,7 +533,10 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
 	} else if (!srsv__space_try_charge(s, bytes,
-					   SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
+					   SRSV__CHARGE_NO_OVERCOMMIT, NULL) &&
+		   (!srsv__cache_drain(s) ||
+		    !srsv__space_try_charge(s, bytes,
+					    SRSV__CHARGE_NO_OVERCOMMIT, NULL))) {
 		/*
 		 * Admission goes through may_use so that it is ordered with
 		 * lock-free reservations: charge, then move to readonly.

@@ -911,6 +911,8 @@ START_TEST(test_model_based_stress)
 	memset(&G, 0, sizeof(G));
 	G.sim = esim_new();
 	esim_config_init(G.sim, &cfg, 0);
+	/* The same run with per-CPU caches (meson test mbstress-cache). */
+	cfg.cpu_cache_bytes = env_unsigned("SRSV_STRESS_CACHE_BYTES", 0);
 	cfg.pool_bytes[SRSV_POOL_DATA] = DATA_BYTES;
 	cfg.pool_bytes[SRSV_POOL_METADATA] = META_BYTES;
 	cfg.pool_bytes[SRSV_POOL_SYSTEM] = MiB;

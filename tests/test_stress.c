@@ -397,6 +397,8 @@ START_TEST(test_stress_random_ops)
 	fflush(stdout);
 
 	esim_config_init(sim, &cfg, 0);
+	/* The same run with per-CPU caches (meson test stress-cache). */
+	cfg.cpu_cache_bytes = env_unsigned("SRSV_STRESS_CACHE_BYTES", 0);
 	cfg.pool_bytes[SRSV_POOL_DATA] = DATA_BYTES;
 	cfg.pool_bytes[SRSV_POOL_METADATA] = META_BYTES;
 	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MiB;

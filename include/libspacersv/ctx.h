@@ -109,6 +109,18 @@ struct srsv_config {
 	/** Quota flush callback (NULL: a tenant over its limit gets -EDQUOT
 	 *  at once). */
 	srsv_quota_flush_fn quota_flush;
+	/** Per-CPU reservation caches: requests up to this many bytes are
+	 *  served from a per-CPU credit, refilled from the pool in batches of
+	 *  this size while the pool is far from full (at least 4 batches per
+	 *  CPU left free), so that writers on several CPUs stop contending
+	 *  for one word.  A pool engages its caches the first time two CPUs
+	 *  race on its admission word; until then they cost nothing.  Up to 2 batches per CPU may sit unused in the
+	 *  caches; they go back to the pool before anything fails or waits
+	 *  for lack of space, and snapshots do not count them.  A cached
+	 *  release cannot tell an over-release from a lawful one unless it
+	 *  exceeds the pool's whole may_use.  0 (default): no caches.  At
+	 *  most 1 GiB. */
+	uint64_t cpu_cache_bytes;
 };
 
 /**

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-CPU reservation caches (srsv_config.cpu_cache_bytes, lib/cache.c).
+ *
+ * White-box: links the static library to read the admission word and the
+ * caches' credit next to what the snapshot reports.  The single-threaded
+ * cases pin themselves to one CPU so that every call uses the same slot.
+ * The rule under test throughout: credit is space nobody uses, so it never
+ * costs anyone a reservation, and what callers see is what they hold.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "engine_sim.h"
+
+#define KiB ESIM_KIB
+#define MiB ESIM_MIB
+#define BATCH (64 * KiB)
+
+#define MANUAL (SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT)
+
+static struct esim *sim;
+static struct srsv_space *data, *md;
+
+/* Caches configured, not engaged yet (no contention seen). */
+static struct esim *make_idle(unsigned flags, uint64_t data_bytes,
+			      uint64_t md_bytes, uint64_t batch)
+{
+	struct esim *s = esim_new();
+	struct srsv_config cfg;
+
+	esim_config_init(s, &cfg, flags);
+	cfg.pool_bytes[SRSV_POOL_DATA] = data_bytes;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = md_bytes;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MiB;
+	cfg.cpu_cache_bytes = batch;
+	ck_assert_int_eq(esim_ctx_create(s, &cfg), 0);
+	return s;
+}
+
+/* Caches engaged from the start, as after the first contention. */
+static struct esim *make(unsigned flags, uint64_t data_bytes,
+			 uint64_t md_bytes, uint64_t batch)
+{
+	struct esim *s = make_idle(flags, data_bytes, md_bytes, batch);
+
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		struct srsv_space *sp = esim_space(s, (enum srsv_pool)k);
+
+		if (sp)
+			AO_store(&sp->cache_on, 1);
+	}
+	return s;
+}
+
+static void pin_to_one_cpu(void)
+{
+	cpu_set_t set;
+	int cpu = sched_getcpu();
+
+	ck_assert_int_ge(cpu, 0);
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(set), &set), 0);
+}
+
+static void setup(void)
+{
+	pin_to_one_cpu();
+	sim = make(MANUAL, 64 * MiB, 64 * MiB, BATCH);
+	data = esim_space(sim, SRSV_POOL_DATA);
+	md = esim_space(sim, SRSV_POOL_METADATA);
+}
+
+static void teardown(void)
+{
+	esim_free(sim);
+	sim = NULL;
+}
+
+static uint64_t word(struct srsv_space *s)
+{
+	return AO_load(&s->may_use);
+}
+
+/* The admission word is what callers hold plus the credit. */
+static void assert_split(struct srsv_space *s, uint64_t held, uint64_t credit)
+{
+	ck_assert_uint_eq(esim_snap(s).may_use, held);
+	ck_assert_uint_eq(srsv__cache_credit(s), credit);
+	ck_assert_uint_eq(word(s), held + credit);
+}
+
+START_TEST(test_cache_off_by_default)
+{
+	struct esim *s = esim_setup(MANUAL, 64 * MiB, 64 * MiB, 0);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+
+	ck_assert_ptr_null(d->cache);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_uint_eq(AO_load(&d->may_use), 4 * KiB);
+	ck_assert_int_eq(srsv_space_release(d, 4 * KiB), 0);
+	esim_free(s);
+}
+END_TEST
+
+/* One thread never races itself: the exact path, no credit. */
+START_TEST(test_cache_idle_until_contended)
+{
+	struct esim *s = make_idle(MANUAL, 64 * MiB, 64 * MiB, BATCH);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+
+	ck_assert_ptr_nonnull(d->cache);
+	for (int i = 0; i < 100; i++)
+		ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH,
+						    0), 0);
+	ck_assert_uint_eq(AO_load(&d->cache_on), 0);
+	assert_split(d, 400 * KiB, 0);
+	ck_assert_int_eq(srsv_space_release(d, 400 * KiB), 0);
+	esim_free(s);
+}
+END_TEST
+
+START_TEST(test_cache_refill_then_hits)
+{
+	/* First reservation: itself plus one batch in one step. */
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 4 * KiB, BATCH);
+	/* The next ones come out of the credit: the word does not move. */
+	for (int i = 1; i <= 16; i++) {
+		ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB,
+						    SRSV_NO_FLUSH, 0), 0);
+		assert_split(data, (uint64_t)(i + 1) * 4 * KiB,
+			     BATCH - (uint64_t)i * 4 * KiB);
+	}
+	/* Credit exhausted: the next one refills. */
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 18 * 4 * KiB, BATCH);
+	/* A request above the batch never touches the cache. */
+	ck_assert_int_eq(srsv_space_reserve(data, BATCH + 1, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 18 * 4 * KiB + BATCH + 1, BATCH);
+	ck_assert_int_eq(srsv_space_release(data, BATCH + 1), 0);
+	assert_split(data, 18 * 4 * KiB, BATCH);
+}
+END_TEST
+
+START_TEST(test_cache_release_keeps_two_batches)
+{
+	uint64_t held = 0, credit;
+
+	for (int i = 0; i < 64; i++) {
+		ck_assert_int_eq(srsv_space_reserve(md, 4 * KiB,
+						    SRSV_FLUSH_ALL, 0), 0);
+		held += 4 * KiB;
+	}
+	/* Refills at reservations 1, 18, 35 and 52, each for itself plus a
+	 * batch that serves the next 16: 12 of the last batch are used. */
+	assert_split(md, held, BATCH - 12 * 4 * KiB);
+	for (int i = 0; i < 64; i++) {
+		ck_assert_int_eq(srsv_space_release(md, 4 * KiB), 0);
+		held -= 4 * KiB;
+		/* Never more than two batches of credit; beyond, all but
+		 * one go back. */
+		ck_assert_uint_le(srsv__cache_credit(md), 2 * BATCH);
+		ck_assert_uint_eq(word(md) - srsv__cache_credit(md), held);
+	}
+	ck_assert_uint_eq(esim_snap(md).may_use, 0);
+	credit = srsv__cache_credit(md);
+	ck_assert_uint_eq(credit, word(md));
+	/* Draining returns it all and closes the caches. */
+	ck_assert_uint_eq(srsv__cache_drain(md), credit);
+	assert_split(md, 0, 0);
+}
+END_TEST
+
+/*
+ * The pool fills exactly to its size with caches on: near full no refill
+ * happens, and what the caches hold goes back before a request fails.
+ */
+START_TEST(test_cache_fills_exactly)
+{
+	struct esim *s = make(MANUAL, 2 * MiB, 64 * MiB, BATCH);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+	uint64_t n = 2 * MiB / (4 * KiB);
+
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH,
+						    0), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	assert_split(d, 2 * MiB, 0);
+	for (uint64_t i = 0; i < n; i++)
+		ck_assert_int_eq(srsv_space_release(d, 4 * KiB), 0);
+	ck_assert_uint_eq(esim_snap(d).may_use, 0);
+	esim_free(s);
+}
+END_TEST
+
+/* Credit sitting in a cache never costs a large reservation its fit. */
+START_TEST(test_cache_credit_yields_to_exact_fit)
+{
+	uint64_t rest;
+
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 4 * KiB, BATCH);
+	rest = 64 * MiB - 4 * KiB;
+	ck_assert_int_eq(srsv_space_reserve(data, rest, SRSV_NO_FLUSH, 0), 0);
+	assert_split(data, 64 * MiB, 0);
+	/* Full: a cached reservation cannot refill, and fails exactly. */
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_release(data, rest), 0);
+	ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+	ck_assert_uint_eq(esim_snap(data).may_use, 0);
+}
+END_TEST
+
+/* A read-only claim does not fail for credit either. */
+START_TEST(test_cache_credit_yields_to_readonly)
+{
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_space_set_readonly(data, 64 * MiB - 4 * KiB,
+						 false), 0);
+	assert_split(data, 4 * KiB, 0);
+	ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+}
+END_TEST
+
+/*
+ * While a ticket waits the caches are closed: releases go to the ticket,
+ * reservations do not pass it with credit, and the caches reopen once the
+ * queue is empty.
+ */
+START_TEST(test_cache_closed_while_tickets_wait)
+{
+	struct srsv_ticket t;
+	uint64_t rest;
+
+	ck_assert_int_eq(srsv_space_reserve(md, 4 * KiB, SRSV_FLUSH_ALL, 0),
+			 0);
+	assert_split(md, 4 * KiB, BATCH);
+	rest = 64 * MiB - 4 * KiB;
+	/* Fits only without the credit, and the credit is drained for it. */
+	ck_assert_int_eq(srsv_space_reserve(md, rest, SRSV_NO_FLUSH, 0), 0);
+	assert_split(md, 64 * MiB, 0);
+	/* Now a ticket for 8 KiB waits. */
+	ck_assert_int_eq(srsv_ticket_reserve(md, &t, 8 * KiB, SRSV_FLUSH_ALL,
+					     0),
+			 -EINPROGRESS);
+	/* A cached-size reservation does not pass it. */
+	ck_assert_int_eq(srsv_space_reserve(md, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	/* Releases reach the ticket, not a cache. */
+	ck_assert_int_eq(srsv_space_release(md, 4 * KiB), 0);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), -EINPROGRESS);
+	ck_assert_int_eq(srsv_space_release(md, 4 * KiB), 0);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), 0);
+	assert_split(md, 64 * MiB, 0);
+	/* Queue empty again: the cache reopens with the next refill. */
+	ck_assert_int_eq(srsv_space_release(md, 32 * MiB), 0);
+	ck_assert_int_eq(srsv_space_reserve(md, 4 * KiB, SRSV_FLUSH_ALL, 0),
+			 0);
+	assert_split(md, 32 * MiB + 4 * KiB, BATCH);
+	ck_assert_int_eq(srsv_space_release(md, 32 * MiB + 4 * KiB), 0);
+	ck_assert_uint_eq(esim_snap(md).may_use, 0);
+}
+END_TEST
+
+START_TEST(test_cache_nowait_uses_cache)
+{
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), 0);
+	assert_split(data, 4 * KiB, BATCH);
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), 0);
+	assert_split(data, 8 * KiB, BATCH - 4 * KiB);
+	ck_assert_int_eq(srsv_space_release(data, 8 * KiB), 0);
+	assert_split(data, 0, BATCH + 4 * KiB);
+}
+END_TEST
+
+START_TEST(test_cache_over_release)
+{
+	struct srsv_space_info before;
+
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	before = esim_snap(data);
+	/* More than the word holds, credit included: refused, unchanged. */
+	ck_assert_int_eq(srsv_space_release(data, 4 * KiB + BATCH + 1),
+			 -EINVAL);
+	{
+		struct srsv_space_info after = esim_snap(data);
+
+		ESIM_ASSERT_SAME_INFO(&before, &after);
+	}
+	assert_split(data, 4 * KiB, BATCH);
+	ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+}
+END_TEST
+
+START_TEST(test_cache_config_bad)
+{
+	struct esim *s = esim_new();
+	struct srsv_config cfg;
+
+	esim_config_init(s, &cfg, MANUAL);
+	cfg.pool_bytes[SRSV_POOL_DATA] = 64 * MiB;
+	cfg.cpu_cache_bytes = ESIM_GIB + 1;
+	ck_assert_int_eq(esim_ctx_create(s, &cfg), -EINVAL);
+	ck_assert_ptr_null(s->ctx);
+	esim_free(s);
+}
+END_TEST
+
+/* ---- threads ---- */
+
+struct worker {
+	struct srsv_space *s;
+	volatile int *stop;
+	unsigned seed;
+	uint64_t ops, enospc, errors;
+};
+
+static void *churn(void *p)
+{
+	struct worker *w = p;
+	uint64_t held[16] = { 0 };
+
+	while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
+		unsigned r = rand_r(&w->seed), slot = r % 16;
+		/* Mostly cached sizes, some above the batch. */
+		uint64_t bytes = (r >> 4) % 16 == 0 ? BATCH + 4 * KiB :
+			(1 + (r >> 8) % 16) * 4 * KiB;
+		int ret;
+
+		w->ops++;
+		if (held[slot]) {
+			if (srsv_space_release(w->s, held[slot]))
+				w->errors++;
+			held[slot] = 0;
+			continue;
+		}
+		ret = srsv_space_reserve(w->s, bytes, SRSV_NO_FLUSH, 0);
+		if (ret == -ENOSPC)
+			w->enospc++;
+		else if (ret)
+			w->errors++;
+		else
+			held[slot] = bytes;
+	}
+	for (int i = 0; i < 16; i++)
+		if (held[i] && srsv_space_release(w->s, held[i]))
+			w->errors++;
+	return NULL;
+}
+
+/*
+ * Four threads churn on a pool small enough that it runs full and the
+ * caches open and close all the time; every byte must come back.
+ */
+static void churn_pool(uint64_t pool_bytes)
+{
+	struct esim *s = make(MANUAL, pool_bytes, 64 * MiB, BATCH);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+	struct worker w[4];
+	pthread_t th[4];
+	volatile int stop = 0;
+	uint64_t ops = 0, enospc = 0;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .s = d, .stop = &stop,
+					.seed = 7919u * (unsigned)(i + 1) };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, churn, &w[i]), 0);
+	}
+	esim_sleep_ms(400);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_uint_eq(w[i].errors, 0);
+		ops += w[i].ops;
+		enospc += w[i].enospc;
+	}
+	ck_assert_uint_gt(ops, 1000);
+	fprintf(stderr, "cache churn on %llu KiB: %llu ops, %llu -ENOSPC\n",
+		(unsigned long long)(pool_bytes / KiB), (unsigned long long)ops,
+		(unsigned long long)enospc);
+	ck_assert_uint_eq(esim_snap(d).may_use, 0);
+	ck_assert_uint_eq(word(d), srsv__cache_credit(d));
+	srsv__cache_drain(d);
+	ck_assert_uint_eq(word(d), 0);
+	esim_free(s);
+}
+
+START_TEST(test_cache_threads_roomy)
+{
+	churn_pool(256 * MiB);
+}
+END_TEST
+
+/* Two CPUs racing on the admission word engage the caches by themselves. */
+struct racer {
+	struct srsv_space *s;
+	volatile int *stop;
+	uint64_t errors;
+};
+
+static void *race_pairs(void *p)
+{
+	struct racer *r = p;
+
+	while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE))
+		if (srsv_space_reserve(r->s, 4 * KiB, SRSV_NO_FLUSH, 0) ||
+		    srsv_space_release(r->s, 4 * KiB))
+			r->errors++;
+	return NULL;
+}
+
+START_TEST(test_cache_engages_under_contention)
+{
+	struct esim *s = make_idle(MANUAL, 256 * MiB, 64 * MiB, BATCH);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+	struct racer r[2];
+	pthread_t th[2];
+	volatile int stop = 0;
+
+	cpu_set_t all;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		esim_free(s);
+		return;		/* one CPU: threads never race on the line */
+	}
+	/* Undo the single-thread cases' pinning (CK_FORK=no runs). */
+	CPU_ZERO(&all);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE;
+	     c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+	for (int i = 0; i < 2; i++) {
+		r[i] = (struct racer){ .s = d, .stop = &stop };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_pairs, &r[i]),
+				 0);
+	}
+	/* Bounded: a failed compare-and-swap comes within microseconds
+	 * when both threads run; allow for a loaded machine. */
+	for (int ms = 0; ms < 5000 && !AO_load(&d->cache_on); ms++)
+		esim_sleep_ms(1);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_uint_eq(r[i].errors, 0);
+	}
+	ck_assert_uint_eq(AO_load(&d->cache_on), 1);
+	ck_assert_uint_eq(esim_snap(d).may_use, 0);
+	ck_assert_uint_eq(word(d), srsv__cache_credit(d));
+	esim_free(s);
+}
+END_TEST
+
+START_TEST(test_cache_threads_tight)
+{
+	/* 4 threads holding ~8 x 34 KiB each on average: often full. */
+	churn_pool(1 * MiB);
+}
+END_TEST
+
+/*
+ * A blocking reservation waits for what others release while their
+ * caches are busy: with real worker threads and real tickets, every
+ * waiter is granted (no credit is stranded in a cache).
+ */
+struct waiter {
+	struct srsv_space *s;
+	int ret;
+};
+
+static void *wait_big(void *p)
+{
+	struct waiter *w = p;
+
+	w->ret = srsv_space_reserve_timeout(w->s, 512 * KiB, SRSV_FLUSH_ALL,
+					    0, 5ull * 1000 * 1000 * 1000);
+	return NULL;
+}
+
+START_TEST(test_cache_tickets_get_released_credit)
+{
+	struct esim *s = make(SRSV_CTX_NO_PREEMPT, 64 * MiB, 2 * MiB, BATCH);
+	struct srsv_space *m = esim_space(s, SRSV_POOL_METADATA);
+	struct waiter w = { .s = m };
+	pthread_t th;
+	uint64_t held = 0;
+
+	/* Slow flushing keeps the ticket queued until we release. */
+	ck_assert_int_ge(esim_on(s, 0, ESIM_SLEEP_MS, 20), 0);
+	/* Fill the pool with small cached reservations. */
+	while (srsv_space_reserve(m, 4 * KiB, SRSV_NO_FLUSH, 0) == 0)
+		held += 4 * KiB;
+	ck_assert_uint_ge(held, 2 * MiB - 512 * KiB);
+	ck_assert_int_eq(pthread_create(&th, NULL, wait_big, &w), 0);
+	ck_assert(esim_wait_tickets(m, 1, 2000));
+	/* Give back 1 MiB in small releases: they must reach the ticket. */
+	for (uint64_t i = 0; i < MiB / (4 * KiB); i++)
+		ck_assert_int_eq(srsv_space_release(m, 4 * KiB), 0);
+	held -= MiB;
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(w.ret, 0);
+	ck_assert_int_eq(srsv_space_release(m, 512 * KiB), 0);
+	while (held) {
+		ck_assert_int_eq(srsv_space_release(m, 4 * KiB), 0);
+		held -= 4 * KiB;
+	}
+	ck_assert_uint_eq(esim_snap(m).may_use, 0);
+	esim_free(s);
+}
+END_TEST
+
+static Suite *cache_suite(void)
+{
+	Suite *s = suite_create("cache");
+	TCase *one = tcase_create("one-thread");
+	TCase *many = tcase_create("threads");
+
+	tcase_add_checked_fixture(one, setup, teardown);
+	tcase_add_test(one, test_cache_off_by_default);
+	tcase_add_test(one, test_cache_idle_until_contended);
+	tcase_add_test(one, test_cache_refill_then_hits);
+	tcase_add_test(one, test_cache_release_keeps_two_batches);
+	tcase_add_test(one, test_cache_fills_exactly);
+	tcase_add_test(one, test_cache_credit_yields_to_exact_fit);
+	tcase_add_test(one, test_cache_credit_yields_to_readonly);
+	tcase_add_test(one, test_cache_closed_while_tickets_wait);
+	tcase_add_test(one, test_cache_nowait_uses_cache);
+	tcase_add_test(one, test_cache_over_release);
+	tcase_add_test(one, test_cache_config_bad);
+	suite_add_tcase(s, one);
+
+	tcase_add_test(many, test_cache_threads_roomy);
+	tcase_add_test(many, test_cache_engages_under_contention);
+	tcase_add_test(many, test_cache_threads_tight);
+	tcase_add_test(many, test_cache_tickets_get_released_credit);
+	tcase_set_timeout(many, 30);
+	suite_add_tcase(s, many);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cache_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
