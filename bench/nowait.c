@@ -348,7 +348,8 @@ struct a_result {
 	bool valid;
 };
 
-static int part_a(unsigned seconds, struct a_result *res)
+static int part_a(unsigned seconds, uint64_t cache_bytes,
+		  struct a_result *res)
 {
 	static struct a_bench b;
 	struct srsv_config cfg;
@@ -373,6 +374,7 @@ static int part_a(unsigned seconds, struct a_result *res)
 	cfg.pool_bytes[SRSV_POOL_METADATA] = A_META_BYTES;
 	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MIB;
 	cfg.unallocated_bytes = 0;	/* no overcommit, no growth */
+	cfg.cpu_cache_bytes = cache_bytes;
 	ret = srsv_ctx_create(&cfg, &b.ctx);
 	if (ret)
 		return ret;
@@ -659,7 +661,9 @@ static void usage(FILE *f)
 		"(default $TMPDIR or /tmp)\n"
 		"  --kernel-nowait M  part (b) RWF_NOWAIT: auto, on, off "
 		"(default auto)\n"
-		"  --part a|b         run one part only\n",
+		"  --part a|b         run one part only\n"
+		"  --cpu-cache-kib N  part (a): srsv_config.cpu_cache_bytes "
+		"(default 0, off)\n",
 		DEFAULT_SECONDS, MAX_RUNS, DEFAULT_RUNS, DEFAULT_WRITES,
 		DEFAULT_BLOCKS);
 }
@@ -668,7 +672,7 @@ int main(int argc, char **argv)
 {
 	uint64_t seconds = DEFAULT_SECONDS, runs = DEFAULT_RUNS;
 	uint64_t writes = DEFAULT_WRITES, blocks = DEFAULT_BLOCKS;
-	uint64_t meta_mib = 0, meta_bytes;
+	uint64_t meta_mib = 0, meta_bytes, cache_kib = 0;
 	const char *dir = NULL, *part = "ab";
 	int knw = 0;
 	struct a_result a = { 0 };
@@ -717,6 +721,9 @@ int main(int argc, char **argv)
 				knw = 2;
 			else
 				goto bad;
+		} else if (!strcmp(arg, "--cpu-cache-kib")) {
+			if (!parse_u64(val, &cache_kib) || cache_kib > MIB)
+				goto bad;
 		} else if (!strcmp(arg, "--part")) {
 			if (strcmp(val, "a") && strcmp(val, "b"))
 				goto bad;
@@ -761,7 +768,7 @@ int main(int argc, char **argv)
 		       "callback call sleeps 10 ms\n", seconds,
 		       A_TICKET_BYTES / MIB, A_META_FREE / MIB);
 		fflush(stdout);
-		ret = part_a((unsigned)seconds, &a);
+		ret = part_a((unsigned)seconds, cache_kib * KIB, &a);
 		if (ret) {
 			fprintf(stderr, "bench_nowait: part (a): %s\n",
 				strerror(-ret));
