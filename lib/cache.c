@@ -104,6 +104,11 @@ int srsv__cache_create(struct srsv_space *s, uint64_t batch)
 	return 0;
 }
 
+__attribute__((noinline, cold)) void srsv__cache_engage(struct srsv_space *s)
+{
+	AO_store_release(&s->cache_on, 1);
+}
+
 void srsv__cache_free(struct srsv_space *s)
 {
 	free(s->cache);

@@ -188,7 +188,8 @@ struct srsv_space {
 	volatile AO_t preempt_floor;	/* srsv__preempt_floor(total) */
 	/* Per-CPU reservation caches (cache.c); NULL when off.  Fixed. */
 	struct srsv__cache_slot *cache;
-	volatile AO_t cache_on;		/* engaged: contention was seen */
+	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
+					 * cache is NULL */
 	unsigned cache_slots;
 	uint64_t cache_batch;		/* largest request a slot serves */
 	uint64_t cache_margin;		/* room refills leave in the pool */
@@ -491,12 +492,18 @@ void srsv__preempt_reclaim(struct srsv_space *s);
 int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim);
 
 /* ---- cache.c: per-CPU reservation caches ---- */
-/* Whether @bytes go through @s's caches: configured, engaged, small. */
+/*
+ * Whether @bytes go through @s's caches: engaged (which implies
+ * configured) and small enough.  One load on the exact path.
+ */
 static inline bool srsv__cache_engaged(const struct srsv_space *s,
 				       uint64_t bytes)
 {
-	return s->cache && srsv__ld(&s->cache_on) && bytes <= s->cache_batch;
+	return __builtin_expect(srsv__ld(&s->cache_on) != 0, 0) &&
+	       bytes <= s->cache_batch;
 }
+/* Engage @s's (configured) caches: contention was seen.  Cold. */
+void srsv__cache_engage(struct srsv_space *s);
 /* Give @s caches serving requests up to @batch (0: none). */
 int srsv__cache_create(struct srsv_space *s, uint64_t batch);
 void srsv__cache_free(struct srsv_space *s);

@@ -291,6 +291,26 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	return ret;
 }
 
+/*
+ * The fast path through the per-CPU caches (cache.c); true when reserved.
+ * Out of line: the exact path pays one load for the caches' existence.
+ */
+static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
+						     uint64_t bytes, int mode,
+						     unsigned flags)
+{
+	uint64_t after;
+
+	if (srsv__pending_for(s, mode) ||
+	    !srsv__cache_take(s, bytes, flags & SRSV_RESERVE_NOWAIT, &after))
+		return false;
+	srsv__trace_reserve(s, bytes, mode, flags, 0);
+	/* Served from credit (after 0): may_use did not move. */
+	if (after && s->is_metadata)
+		srsv__maybe_queue_preempt(s, bytes, mode, after);
+	return true;
+}
+
 /* Validate, then the lock-free fast path; true when reserved. */
 static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 				unsigned flags, int *ret)
@@ -300,14 +320,9 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 	*ret = check_args(s, bytes, mode, flags);
 	if (*ret)
 		return true;
-	if (srsv__cache_engaged(s, bytes) && !srsv__pending_for(s, mode) &&
-	    srsv__cache_take(s, bytes, flags & SRSV_RESERVE_NOWAIT, &after)) {
-		srsv__trace_reserve(s, bytes, mode, flags, 0);
-		/* Served from credit (after 0): may_use did not move. */
-		if (after && s->is_metadata)
-			srsv__maybe_queue_preempt(s, bytes, mode, after);
+	if (srsv__cache_engaged(s, bytes) &&
+	    reserve_cached(s, bytes, mode, flags))
 		return true;
-	}
 	if (!try_reserve(s, bytes, mode, &after))
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);

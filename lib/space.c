@@ -275,7 +275,7 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 			break;
 		/* Another CPU got in between: time for the caches. */
 		if (s->cache && !srsv__ld(&s->cache_on))
-			srsv__st(&s->cache_on, 1);
+			srsv__cache_engage(s);
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
 	if (after)
