@@ -82,6 +82,8 @@
 #define FLUSH_SLEEP_NS (10 * NSEC_PER_MSEC)
 /* Part (a) pools.  DATA is roomy: its NOWAIT calls succeed. */
 #define A_DATA_BYTES GIB
+/* Part (a)'s per-CPU caches (srsv_config.cpu_cache_bytes), KiB. */
+#define DEFAULT_CACHE_KIB 64
 #define A_META_BYTES (64 * MIB)
 /* What is left free in the METADATA pool: 256 calls' worth of 4 KiB,
  * room a NOWAIT call would find if it could pass the queued ticket. */
@@ -364,6 +366,13 @@ static int part_a(unsigned seconds, uint64_t cache_bytes,
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	/* A fresh bench state: part (a) may run twice. */
+	memset(&b, 0, sizeof(b));
+	atomic_init(&b.stop, false);
+	atomic_init(&b.stop_tickets, false);
+	atomic_init(&b.tickets, 0);
+	atomic_init(&b.tickets_granted, 0);
+	atomic_init(&b.flush_calls, 0);
 	b.debug_locks = srsv_debug_lock_stats(&probe) == 0;
 	res->debug_locks = b.debug_locks;
 
@@ -663,19 +672,21 @@ static void usage(FILE *f)
 		"(default auto)\n"
 		"  --part a|b         run one part only\n"
 		"  --cpu-cache-kib N  part (a): srsv_config.cpu_cache_bytes "
-		"(default 0, off)\n",
+		"of the summary's run\n"
+		"                     (default %d; 0: only the run without "
+		"caches)\n",
 		DEFAULT_SECONDS, MAX_RUNS, DEFAULT_RUNS, DEFAULT_WRITES,
-		DEFAULT_BLOCKS);
+		DEFAULT_BLOCKS, DEFAULT_CACHE_KIB);
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t seconds = DEFAULT_SECONDS, runs = DEFAULT_RUNS;
 	uint64_t writes = DEFAULT_WRITES, blocks = DEFAULT_BLOCKS;
-	uint64_t meta_mib = 0, meta_bytes, cache_kib = 0;
+	uint64_t meta_mib = 0, meta_bytes, cache_kib = DEFAULT_CACHE_KIB;
 	const char *dir = NULL, *part = "ab";
 	int knw = 0;
-	struct a_result a = { 0 };
+	struct a_result a = { 0 }, a0 = { 0 };
 	double x = 0;
 	bool have_a = false, have_b = false, valid = true;
 	char blocked[32], speedup[32];
@@ -767,6 +778,23 @@ int main(int argc, char **argv)
 		       "METADATA pool with %" PRIu64 " MiB free; every flush "
 		       "callback call sleeps 10 ms\n", seconds,
 		       A_TICKET_BYTES / MIB, A_META_FREE / MIB);
+		if (cache_kib) {
+			/* First the default configuration, for comparison. */
+			printf("\n(a0) the default configuration: no per-CPU "
+			       "caches\n");
+			fflush(stdout);
+			ret = part_a((unsigned)seconds, 0, &a0);
+			if (ret) {
+				fprintf(stderr, "bench_nowait: part (a0): "
+					"%s\n", strerror(-ret));
+				return 1;
+			}
+			valid = valid && a0.valid;
+			printf("\n(a) the same with per-CPU caches "
+			       "(cpu_cache_bytes = %" PRIu64 " KiB, the "
+			       "configuration for several writer threads)\n",
+			       cache_kib);
+		}
 		fflush(stdout);
 		ret = part_a((unsigned)seconds, cache_kib * KIB, &a);
 		if (ret) {
@@ -776,6 +804,8 @@ int main(int argc, char **argv)
 		}
 		have_a = true;
 		valid = valid && a.valid;
+		/* Both runs must keep the promise. */
+		a.blocked += a0.blocked;
 		if (a.debug_locks)
 			printf("goal: blocked = 0 %s; p99.99 <= 20 us %s\n",
 			       a.blocked ? "MISSED" : "met",
@@ -824,6 +854,10 @@ int main(int argc, char **argv)
 		snprintf(speedup, sizeof(speedup), "n/a");
 	if (!valid)
 		fprintf(stderr, "bench_nowait: invalid run\n");
+	if (have_a && cache_kib)
+		printf("default configuration (no caches): nowait_calls=%"
+		       PRIu64 " p9999_us=%.2f max_us=%.1f\n", a0.calls,
+		       a0.p9999_us, a0.max_us);
 	if (have_a)
 		printf("summary: nowait_calls=%" PRIu64 " blocked=%s "
 		       "p9999_us=%.2f max_us=%.1f inline_speedup=%s\n",
