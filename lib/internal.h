@@ -262,7 +262,9 @@ uint64_t srsv__cache_credit(const struct srsv_space *s);
 
 /*
  * A counter's value.  may_use is what callers hold: the admission word
- * minus the caches' credit (the admission check itself reads the word).
+ * minus the caches' credit.  With caches engaged the two are read a moment
+ * apart, so under concurrency it is an approximation, good for decisions
+ * and snapshots; admission and validation read the word itself.
  */
 static inline uint64_t srsv__space_counter(const struct srsv_space *s,
 					   enum srsv__counter c)

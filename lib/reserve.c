@@ -281,7 +281,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		ret = queue_ticket(s, t, bytes, mode);
 		/* Granted while queueing: what the grant left. */
 		if (!ret)
-			after = srsv__space_counter(s, SRSV__MAY_USE);
+			after = srsv__ld(&s->may_use);
 	}
 	if (ret == 0 && s->is_metadata)
 		srsv__maybe_queue_preempt(s, bytes, mode, after);

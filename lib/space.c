@@ -435,7 +435,13 @@ SRSV__EXPORT int srsv_space_alloc(struct srsv_space *s, uint64_t bytes)
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
-	if (srsv__space_counter(s, SRSV__MAY_USE) < bytes) {
+	/*
+	 * The word itself, not srsv__space_counter(): with per-CPU caches
+	 * that subtracts credit read a moment apart from the word, and a
+	 * concurrent drain could make a lawful move look like too much.
+	 * srsv__may_use_sub() below has the last word anyway.
+	 */
+	if (srsv__ld(&s->may_use) < bytes) {
 		ret = -EINVAL;
 	} else {
 		ret = srsv__space_update(s, SRSV__RESERVED, (int64_t)bytes);
