@@ -36,12 +36,16 @@
  *
  * - Refills only happen far from full: the pool must keep room for every
  *   slot's credit twice over after the refill.  Near full, no credit is
- *   taken or kept: reservations and releases go to may_use and are exact,
- *   as without caches.
+ *   taken or added: reservations and releases go to may_use and are
+ *   exact, as without caches (credit already in a slot stays until the
+ *   next drain).
  * - A reservation or operation that does not fit the shared word first
  *   drains every slot back into may_use (srsv__cache_drain()), then
  *   decides: the slow path of a reservation, the granting of tickets, and
- *   a read-only claim.
+ *   a read-only claim.  While a slow path decides, the slots stay closed
+ *   (srsv__cache_block()): no slot reopens and no refill starts, a refill
+ *   already past that check gives its batch back when it finds its slot
+ *   closed, and the slow path drains again while that frees anything.
  * - While tickets are queued the slots are closed: draining closes them,
  *   credit cannot enter a closed slot, and a slot reopens only when no
  *   ticket waits.  A thread that put credit into a slot reads the ticket
@@ -53,8 +57,11 @@
  *
  * A cached release cannot compare its bytes with what its caller holds
  * (nothing counts that per caller); it refuses only more than the pool's
- * whole may_use, credit included.  Reservations served from a slot trace
- * the reservation but no may_use change.
+ * whole may_use, credit included.  An over-release it lets through can
+ * leave more credit than may_use holds: draining then subtracts what
+ * may_use has (srsv__may_use_sub_clamped()), since the rest are bytes
+ * nobody ever reserved.  Reservations served from a slot trace the
+ * reservation but no may_use change.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -159,9 +166,29 @@ uint64_t srsv__cache_drain(struct srsv_space *s)
 		return 0;
 	for (unsigned i = 0; i < s->cache_slots; i++)
 		credit += close_slot(&s->cache[i]);
-	if (credit)
-		srsv__may_use_sub(s, credit);
-	return credit;
+	/* Clamped: credit beyond the word came from an over-release that
+	 * a cache could not detect, and is bytes nobody ever reserved. */
+	return credit ? srsv__may_use_sub_clamped(s, credit) : 0;
+}
+
+void srsv__cache_block(struct srsv_space *s)
+{
+	if (!s->cache)
+		return;
+	AO_fetch_and_add_full(&s->draining, 1);
+	srsv__cache_drain(s);
+}
+
+void srsv__cache_unblock(struct srsv_space *s)
+{
+	if (s->cache)
+		AO_fetch_and_add_full(&s->draining, (AO_t)0 - 1);
+}
+
+/* Whether credit must stay out of the slots: tickets, or a slow path. */
+static bool credit_unwelcome(const struct srsv_space *s)
+{
+	return AO_load_acquire(&s->waiting) || AO_load_acquire(&s->draining);
 }
 
 uint64_t srsv__cache_credit(const struct srsv_space *s)
@@ -173,14 +200,17 @@ uint64_t srsv__cache_credit(const struct srsv_space *s)
 	return credit;
 }
 
-/* A ticket appeared after we put credit into @c: let it have the credit. */
+/*
+ * A ticket or a slow path appeared after we put credit into @c: give the
+ * credit back to may_use, where they look.
+ */
 static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c,
 			    bool nowait)
 {
 	uint64_t credit = close_slot(c);
 
 	if (credit)
-		srsv__may_use_sub(s, credit);
+		srsv__may_use_sub_clamped(s, credit);
 	srsv__maybe_grant(s, nowait);
 }
 
@@ -230,9 +260,10 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 	*after = 0;
 	for (;; v = seen) {
 		if (v & CLOSED) {
-			/* Reopen only with no ticket waiting (and no credit
-			 * left by a refused give-back: v == CLOSED). */
-			if (v != CLOSED || AO_load_acquire(&s->waiting))
+			/* Reopen only with no ticket waiting and no slow
+			 * path deciding (and no credit left by a refused
+			 * give-back: v == CLOSED). */
+			if (v != CLOSED || credit_unwelcome(s))
 				return false;
 			seen = AO_fetch_compare_and_swap_full(&c->word, v, 0);
 			if (seen == v)
@@ -247,13 +278,14 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 	}
 
 	/* Refill: ourselves plus one batch, in one step. */
-	if (!charge_far_from_full(s, bytes + batch, after))
+	if (AO_load_acquire(&s->draining) ||
+	    !charge_far_from_full(s, bytes + batch, after))
 		return false;
 	for (v = AO_load(&c->word);; v = seen) {
 		if (v & CLOSED) {
-			/* Closed meanwhile: a ticket is queued; the batch is
-			 * its, not ours to keep. */
-			srsv__may_use_sub(s, batch);
+			/* Closed meanwhile (a ticket or a slow path): the
+			 * batch is theirs, not ours to keep. */
+			srsv__may_use_sub_clamped(s, batch);
 			srsv__maybe_grant(s, nowait);
 			*after -= batch;
 			return true;
@@ -263,7 +295,7 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			break;
 	}
 	/* Our swap was a full barrier: see the essay. */
-	if (AO_load_acquire(&s->waiting))
+	if (credit_unwelcome(s))
 		give_to_tickets(s, c, nowait);
 	return true;
 }
@@ -295,15 +327,20 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 		ret = srsv__may_use_sub(s, sum - keep);
 		if (ret) {
 			/*
-			 * may_use holds less than our credit: an earlier
-			 * release gave back bytes nobody held.  Keep the
-			 * credit rather than lose count of it.
+			 * may_use holds less than the slot's credit: an
+			 * earlier release gave back bytes nobody held.
+			 * Refuse ours too, and put the slot back as it was
+			 * (the credit of a slot closed meanwhile stays for
+			 * the next drain).  For an instant the pool looked
+			 * full: grant what queued then.
 			 */
-			AO_fetch_and_add_full(&c->word, (AO_t)(sum - keep));
+			AO_fetch_and_add_full(&c->word,
+					      (AO_t)(sum - keep - bytes));
+			srsv__maybe_grant(s, nowait);
 			return ret;
 		}
 	}
-	if (AO_load_acquire(&s->waiting))
+	if (credit_unwelcome(s))
 		give_to_tickets(s, c, nowait);
 	return 1;
 }

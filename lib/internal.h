@@ -190,6 +190,7 @@ struct srsv_space {
 	struct srsv__cache_slot *cache;
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
 					 * cache is NULL */
+	volatile AO_t draining;		/* slow paths between block/unblock */
 	unsigned cache_slots;
 	uint64_t cache_batch;		/* largest request a slot serves */
 	uint64_t cache_margin;		/* room refills leave in the pool */
@@ -370,6 +371,11 @@ int srsv__space_move(struct srsv_space *s, enum srsv__counter from,
 		     enum srsv__counter to, uint64_t bytes);
 /* may_use, lock-free: refuse underflow with -EINVAL; trace. */
 int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes);
+/*
+ * Subtract @bytes from may_use, or all it holds if less (after an
+ * undetected over-release); the bytes subtracted.  The caches' drain.
+ */
+uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes);
 void srsv__may_use_add(struct srsv_space *s, uint64_t bytes);
 /*
  * Charge @bytes to may_use if they fit under the overcommit rules of
@@ -523,6 +529,12 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait);
 /* Close every cache and return its credit to may_use; the bytes moved. */
 uint64_t srsv__cache_drain(struct srsv_space *s);
+/*
+ * A slow path's decision: keep every cache closed and empty (no reopen, no
+ * refill) from srsv__cache_block(), which drains, to srsv__cache_unblock().
+ */
+void srsv__cache_block(struct srsv_space *s);
+void srsv__cache_unblock(struct srsv_space *s);
 
 /* ---- rsv.c: block reservations ---- */
 int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);

@@ -97,6 +97,20 @@ static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
 }
 
+/*
+ * try_reserve() in a slow path, between srsv__cache_block() and unblock:
+ * a refill already in flight when the caches were blocked can still land
+ * credit, so drain again while that frees anything.
+ */
+static bool try_reserve_drained(struct srsv_space *s, uint64_t bytes,
+				int mode, uint64_t *after)
+{
+	while (!try_reserve(s, bytes, mode, after))
+		if (!srsv__cache_drain(s))
+			return false;
+	return true;
+}
+
 void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
 {
 	srsv__assert_held(&s->lock);
@@ -238,10 +252,10 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 */
 		ret = -EAGAIN;
 		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
-			/* The caches' credit may be what we miss. */
-			srsv__cache_drain(s);
-			if (try_reserve(s, bytes, mode, &after))
+			srsv__cache_block(s);
+			if (try_reserve_drained(s, bytes, mode, &after))
 				ret = 0;
+			srsv__cache_unblock(s);
 			srsv__unlock(&s->lock);
 		}
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
@@ -258,11 +272,11 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		return -ESHUTDOWN;
 
 	srsv__lock(&s->lock);
-	/* The caches' credit may be what we miss (cache.c). */
-	srsv__cache_drain(s);
+	/* No credit may hide in the caches while we decide (cache.c). */
+	srsv__cache_block(s);
 	if (srsv__ld(&ctx->closing)) {
 		ret = -ESHUTDOWN;
-	} else if (try_reserve(s, bytes, mode, &after)) {
+	} else if (try_reserve_drained(s, bytes, mode, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;
@@ -283,6 +297,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		if (!ret)
 			after = srsv__ld(&s->may_use);
 	}
+	/* A queued ticket keeps the caches closed from here on. */
+	srsv__cache_unblock(s);
 	if (ret == 0 && s->is_metadata)
 		srsv__maybe_queue_preempt(s, bytes, mode, after);
 	srsv__unlock(&s->lock);

@@ -33,6 +33,7 @@
  * -EINVAL and no change (btrfs clamps and warns; a library must not hide a
  * caller's double release) and trace (counter, old, diff).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,24 +150,42 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
  * For the instant between the two additions the word holds a wrapped
  * value, at least SRSV__MAY_USE_WRAPPED (a legitimate may_use stays below
  * 2^63 + 2^61: total and the overcommit allowance are bounded by
- * SRSV_MAX_BYTES).  Everything else keeps that instant harmless:
- * admission never fits a wrapped value, so no reservation is granted
- * against it (a reservation may fail or queue meanwhile, and the undo
- * grants tickets); a release that replaces a wrapped value cannot judge
- * itself and is taken as good; srsv__may_use_add() waits for the undo.
- * Only two over-releases racing each other can thus let one through.
+ * SRSV_MAX_BYTES; a refused release is at most SRSV_MAX_BYTES, so its
+ * result is at least 2^64 - 2^62).  The word is wrapped exactly while a
+ * refusal is pending, and nothing acts on a wrapped word: admission never
+ * fits it (a reservation may fail or queue meanwhile, and the refused
+ * release grants tickets afterwards); a release that replaced a wrapped
+ * value cannot judge itself, so it undoes its own subtraction, waits for
+ * the word to unwrap and tries again; srsv__may_use_add() and the caches'
+ * drain wait too.  Every release is thus judged against a word with no
+ * refusal pending, as with a compare-and-swap loop.
  */
 #define SRSV__MAY_USE_WRAPPED (UINT64_C(3) << 62)
 
+/* Wait until no refused release is pending (see above). */
+static AO_t wait_unwrapped(struct srsv_space *s)
+{
+	AO_t v;
+
+	/* The undo is the refusing thread's next instruction, unless that
+	 * thread was preempted: then give it the CPU. */
+	for (unsigned i = 0;
+	     (v = AO_load_acquire(&s->may_use)) >= SRSV__MAY_USE_WRAPPED; i++) {
+		if (i < 64)
+			srsv__cpu_relax();
+		else
+			sched_yield();
+	}
+	return v;
+}
+
 void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = AO_load_acquire(&s->may_use), seen;
+	AO_t old = wait_unwrapped(s), seen;
 
-	/* Never on a wrapped value: see above.  The undo is imminent. */
 	for (;; old = seen) {
 		if (old >= SRSV__MAY_USE_WRAPPED) {
-			srsv__cpu_relax();
-			seen = AO_load_acquire(&s->may_use);
+			seen = wait_unwrapped(s);
 			continue;
 		}
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
@@ -179,15 +198,44 @@ void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 
 int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = AO_fetch_and_add_full(&s->may_use, (AO_t)0 - (AO_t)bytes);
+	AO_t old;
 
-	if (old < bytes) {
-		/* More than the pool lent: undo (see above). */
+	for (;;) {
+		old = AO_fetch_and_add_full(&s->may_use,
+					    (AO_t)0 - (AO_t)bytes);
+		if (old < bytes) {
+			/* More than the pool lent: undo (see above). */
+			AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
+			return -EINVAL;
+		}
+		if (old < SRSV__MAY_USE_WRAPPED)
+			break;
+		/* Another release's refusal is pending: judge ours after. */
 		AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
-		return -EINVAL;
+		wait_unwrapped(s);
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
+}
+
+uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t old = wait_unwrapped(s), seen, take;
+
+	for (;; old = seen) {
+		if (old >= SRSV__MAY_USE_WRAPPED) {
+			seen = wait_unwrapped(s);
+			continue;
+		}
+		take = old < bytes ? old : bytes;
+		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
+						      old - take);
+		if (seen == old)
+			break;
+	}
+	if (take)
+		srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)take);
+	return take;
 }
 
 uint64_t srsv__available_free_space(const struct srsv_space *s, int mode)
@@ -525,6 +573,19 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 	return ret;
 }
 
+/*
+ * A plain charge between srsv__cache_block() and unblock, draining the
+ * caches again while that frees anything (a refill in flight).
+ */
+static bool try_charge_drained(struct srsv_space *s, uint64_t bytes)
+{
+	while (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
+				       NULL))
+		if (!srsv__cache_drain(s))
+			return false;
+	return true;
+}
+
 SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 					 bool force)
 {
@@ -536,13 +597,11 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
+	/* No credit may hide in the caches while we decide (cache.c). */
+	srsv__cache_block(s);
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
-	} else if (!srsv__space_try_charge(s, bytes,
-					   SRSV__CHARGE_NO_OVERCOMMIT, NULL) &&
-		   (!srsv__cache_drain(s) ||
-		    !srsv__space_try_charge(s, bytes,
-					    SRSV__CHARGE_NO_OVERCOMMIT, NULL))) {
+	} else if (!try_charge_drained(s, bytes)) {
 		/*
 		 * Admission goes through may_use so that it is ordered with
 		 * lock-free reservations: charge, then move to readonly.
@@ -552,6 +611,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 		srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
 		srsv__may_use_sub(s, bytes);
 	}
+	srsv__cache_unblock(s);
 	srsv__unlock(&s->lock);
 	return ret;
 }

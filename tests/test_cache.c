@@ -311,6 +311,36 @@ START_TEST(test_cache_over_release)
 }
 END_TEST
 
+/*
+ * An over-release a cache lets through (within the word) can leave more
+ * credit than may_use: a give-back that would underflow is refused with
+ * the slot as it was, and a drain subtracts only what may_use holds.
+ */
+START_TEST(test_cache_over_release_within_word)
+{
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 4 * KiB, BATCH);
+	/* The caller held 4 KiB; 32 KiB pass the only check a cache has. */
+	ck_assert_int_eq(srsv_space_release(data, 32 * KiB), 0);
+	ck_assert_uint_eq(srsv__cache_credit(data), BATCH + 32 * KiB);
+	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
+	/* 96 + 40 KiB exceed two batches: the 72 KiB give-back cannot be
+	 * taken from a 68 KiB word.  Refused, the slot unchanged. */
+	ck_assert_int_eq(srsv_space_release(data, 40 * KiB), -EINVAL);
+	ck_assert_uint_eq(srsv__cache_credit(data), BATCH + 32 * KiB);
+	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
+	/* Draining gives back what the word has, no more. */
+	ck_assert_uint_eq(srsv__cache_drain(data), 4 * KiB + BATCH);
+	assert_split(data, 0, 0);
+	/* The pool is usable again, exactly. */
+	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_space_release(data, 64 * MiB), 0);
+	ck_assert_uint_eq(esim_snap(data).may_use, 0);
+}
+END_TEST
+
 START_TEST(test_cache_config_bad)
 {
 	struct esim *s = esim_new();
@@ -527,6 +557,86 @@ START_TEST(test_cache_tickets_get_released_credit)
 }
 END_TEST
 
+/*
+ * Writers that block: each takes 4 reservations of one batch (16 KiB)
+ * with FLUSH_ALL, then gives them all back.  The pool always has room for
+ * one more request (4 threads x 3 x 16 KiB + 16 KiB = 208 KiB; a thread
+ * holding 4 is not waiting, and gives them back), so every ticket must be
+ * granted, with the caches closing and reopening around the tickets; slow
+ * flushing (5 ms a state) keeps tickets from failing for lack of time.
+ */
+struct blocker {
+	struct srsv_space *s;
+	volatile int *stop;
+	uint64_t rounds, failures;
+	int last_error;
+};
+
+static void *block_churn(void *p)
+{
+	struct blocker *b = p;
+
+	while (!__atomic_load_n(b->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t held[4], n = 0;
+
+		for (int i = 0; i < 4; i++) {
+			uint64_t bytes = 16 * KiB;
+			int ret = srsv_space_reserve_timeout(
+				b->s, bytes, SRSV_FLUSH_ALL, 0,
+				10ull * 1000 * 1000 * 1000);
+
+			if (ret) {
+				b->failures++;
+				b->last_error = ret;
+				break;
+			}
+			held[n++] = bytes;
+		}
+		while (n)
+			if (srsv_space_release(b->s, held[--n]))
+				b->failures++;
+		b->rounds++;
+	}
+	return NULL;
+}
+
+START_TEST(test_cache_tickets_churn)
+{
+	struct esim *s = make(SRSV_CTX_NO_PREEMPT, 64 * MiB, 208 * KiB,
+			      16 * KiB);
+	struct srsv_space *m = esim_space(s, SRSV_POOL_METADATA);
+	struct blocker b[4];
+	pthread_t th[4];
+	volatile int stop = 0;
+	uint64_t rounds = 0, granted;
+
+	ck_assert_int_ge(esim_on(s, 0, ESIM_SLEEP_MS, 5), 0);
+	for (int i = 0; i < 4; i++) {
+		b[i] = (struct blocker){ .s = m, .stop = &stop };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, block_churn,
+						&b[i]), 0);
+	}
+	esim_sleep_ms(500);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_msg(b[i].failures == 0, "thread %d: %llu failures, "
+			      "last %d", i, (unsigned long long)b[i].failures,
+			      b[i].last_error);
+		rounds += b[i].rounds;
+	}
+	granted = esim_snap(m).tickets_granted;
+	fprintf(stderr, "cache ticket churn: %llu rounds, %llu tickets "
+		"granted\n", (unsigned long long)rounds,
+		(unsigned long long)granted);
+	ck_assert_uint_gt(rounds, 100);
+	ck_assert_uint_eq(esim_snap(m).tickets_failed, 0);
+	ck_assert_uint_eq(esim_snap(m).may_use, 0);
+	ck_assert_uint_eq(word(m), srsv__cache_credit(m));
+	esim_free(s);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -544,6 +654,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(one, test_cache_closed_while_tickets_wait);
 	tcase_add_test(one, test_cache_nowait_uses_cache);
 	tcase_add_test(one, test_cache_over_release);
+	tcase_add_test(one, test_cache_over_release_within_word);
 	tcase_add_test(one, test_cache_config_bad);
 	suite_add_tcase(s, one);
 
@@ -551,6 +662,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(many, test_cache_engages_under_contention);
 	tcase_add_test(many, test_cache_threads_tight);
 	tcase_add_test(many, test_cache_tickets_get_released_credit);
+	tcase_add_test(many, test_cache_tickets_churn);
 	tcase_set_timeout(many, 30);
 	suite_add_tcase(s, many);
 	return s;
