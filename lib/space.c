@@ -196,24 +196,32 @@ void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 	srsv__trace_counter(s, SRSV__MAY_USE, old, (int64_t)bytes);
 }
 
-int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
+/* srsv__may_use_sub() when its subtraction replaced @old, not a plain fit. */
+static __attribute__((noinline, cold)) int
+may_use_sub_undo(struct srsv_space *s, uint64_t bytes, AO_t old)
 {
-	AO_t old;
-
 	for (;;) {
+		/* Undo ours: refused, or to be judged again. */
+		AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
+		if (old < bytes)
+			return -EINVAL;	/* more than the pool lent */
+		/* Another release's refusal is pending: judge ours after. */
+		wait_unwrapped(s);
 		old = AO_fetch_and_add_full(&s->may_use,
 					    (AO_t)0 - (AO_t)bytes);
-		if (old < bytes) {
-			/* More than the pool lent: undo (see above). */
-			AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
-			return -EINVAL;
-		}
-		if (old < SRSV__MAY_USE_WRAPPED)
+		if (old >= bytes && old < SRSV__MAY_USE_WRAPPED)
 			break;
-		/* Another release's refusal is pending: judge ours after. */
-		AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
-		wait_unwrapped(s);
 	}
+	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
+	return 0;
+}
+
+int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t old = AO_fetch_and_add_full(&s->may_use, (AO_t)0 - (AO_t)bytes);
+
+	if (__builtin_expect(old < bytes || old >= SRSV__MAY_USE_WRAPPED, 0))
+		return may_use_sub_undo(s, bytes, old);
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
 }
