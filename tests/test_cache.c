@@ -291,6 +291,74 @@ START_TEST(test_cache_nowait_uses_cache)
 }
 END_TEST
 
+/* A thread that holds a pool lock until told to let go (bounded). */
+struct holder {
+	pthread_t thread;
+	struct srsv_space *s;
+	volatile int holding, release;
+};
+
+static void *hold_fn(void *p)
+{
+	struct holder *h = p;
+
+	srsv__lock(&h->s->lock);
+	__atomic_store_n(&h->holding, 1, __ATOMIC_RELEASE);
+	for (int ms = 0; ms < 10000 &&
+	     !__atomic_load_n(&h->release, __ATOMIC_ACQUIRE); ms++)
+		esim_sleep_ms(1);
+	srsv__unlock(&h->s->lock);
+	return NULL;
+}
+
+/*
+ * NOWAIT through engaged caches never blocks: with the pool lock held by
+ * another thread, cache hits, refills and releases succeed lock-free, and
+ * what would need the lock answers -EAGAIN at once.
+ */
+START_TEST(test_cache_nowait_never_blocks)
+{
+	struct holder h = { .s = data };
+	struct srsv_lock_stats st;
+	bool stats = srsv_debug_lock_stats_reset() == 0;
+
+	ck_assert_int_eq(pthread_create(&h.thread, NULL, hold_fn, &h), 0);
+	for (int ms = 0; ms < 10000 &&
+	     !__atomic_load_n(&h.holding, __ATOMIC_ACQUIRE); ms++)
+		esim_sleep_ms(1);
+	ck_assert(__atomic_load_n(&h.holding, __ATOMIC_ACQUIRE));
+
+	/* Refill, hit, release: no lock. */
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), 0);
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), 0);
+	ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+	/* (The snapshot takes the lock: read the words directly.) */
+	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
+	ck_assert_uint_eq(srsv__cache_credit(data), BATCH);
+	/* Needs the slow path (drain, exact fit): the lock is busy. */
+	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB - 4 * KiB,
+					    SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
+	ck_assert_uint_eq(srsv__cache_credit(data), BATCH);
+	if (stats) {
+		ck_assert_int_eq(srsv_debug_lock_stats(&st), 0);
+		ck_assert_uint_eq(st.blocking_acquisitions, 0);
+		ck_assert_uint_eq(st.waits, 0);
+	}
+	__atomic_store_n(&h.release, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(h.thread, NULL), 0);
+	/* With the lock free, the same call drains and fits exactly. */
+	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB - 4 * KiB,
+					    SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), 0);
+	assert_split(data, 64 * MiB, 0);
+	ck_assert_int_eq(srsv_space_release(data, 64 * MiB), 0);
+}
+END_TEST
+
 START_TEST(test_cache_over_release)
 {
 	struct srsv_space_info before;
@@ -653,6 +721,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(one, test_cache_credit_yields_to_readonly);
 	tcase_add_test(one, test_cache_closed_while_tickets_wait);
 	tcase_add_test(one, test_cache_nowait_uses_cache);
+	tcase_add_test(one, test_cache_nowait_never_blocks);
 	tcase_add_test(one, test_cache_over_release);
 	tcase_add_test(one, test_cache_over_release_within_word);
 	tcase_add_test(one, test_cache_config_bad);
