@@ -43,9 +43,9 @@
  *   drains every slot back into may_use (srsv__cache_drain()), then
  *   decides: the slow path of a reservation, the granting of tickets, and
  *   a read-only claim.  While a slow path decides, the slots stay closed
- *   (srsv__cache_block()): no slot reopens and no refill starts, a refill
- *   already past that check gives its batch back when it finds its slot
- *   closed, and the slow path drains again while that frees anything.
+ *   (srsv__cache_block()): no slot reopens and no refill starts, and a
+ *   refill already past that check is waited for before the drain (it
+ *   takes no lock until it is done), so the drain sees its credit.
  * - While tickets are queued the slots are closed: draining closes them,
  *   credit cannot enter a closed slot, and a slot reopens only when no
  *   ticket waits.  A thread that put credit into a slot reads the ticket
@@ -176,6 +176,18 @@ void srsv__cache_block(struct srsv_space *s)
 	if (!s->cache)
 		return;
 	AO_fetch_and_add_full(&s->draining, 1);
+	/*
+	 * A refill that passed its check before our increment (each side's
+	 * increment is a full barrier before it reads the other's word) is
+	 * let finish: it takes no lock meanwhile, so waiting for it under
+	 * ours cannot deadlock.
+	 */
+	for (unsigned i = 0; AO_load_acquire(&s->refilling); i++) {
+		if (i < 64)
+			srsv__cpu_relax();
+		else
+			sched_yield();
+	}
 	srsv__cache_drain(s);
 }
 
@@ -256,6 +268,7 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 	struct srsv__cache_slot *c = my_slot(s);
 	uint64_t batch = s->cache_batch;
 	AO_t v = AO_load(&c->word), seen;
+	bool gave_back = false;
 
 	*after = 0;
 	for (;; v = seen) {
@@ -266,8 +279,15 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			if (v != CLOSED || credit_unwelcome(s))
 				return false;
 			seen = AO_fetch_compare_and_swap_full(&c->word, v, 0);
-			if (seen == v)
+			if (seen == v) {
+				/* Closed again by a drain we raced? */
+				if (credit_unwelcome(s)) {
+					AO_compare_and_swap_full(&c->word, 0,
+								 CLOSED);
+					return false;
+				}
 				seen = 0;
+			}
 			continue;
 		}
 		if (v < bytes)
@@ -277,26 +297,43 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			return true;
 	}
 
-	/* Refill: ourselves plus one batch, in one step. */
-	if (AO_load_acquire(&s->draining) ||
-	    !charge_far_from_full(s, bytes + batch, after))
+	/*
+	 * Refill: ourselves plus one batch, in one step.  Announced in
+	 * `refilling` first (a full barrier): a slow path that blocks the
+	 * caches after our check waits until we are done, and no lock is
+	 * taken before we withdraw (srsv__cache_block()).
+	 */
+	AO_fetch_and_add_full(&s->refilling, 1);
+	if (credit_unwelcome(s) ||
+	    !charge_far_from_full(s, bytes + batch, after)) {
+		AO_fetch_and_add_full(&s->refilling, (AO_t)0 - 1);
 		return false;
+	}
 	for (v = AO_load(&c->word);; v = seen) {
 		if (v & CLOSED) {
 			/* Closed meanwhile (a ticket or a slow path): the
 			 * batch is theirs, not ours to keep. */
 			srsv__may_use_sub_clamped(s, batch);
-			srsv__maybe_grant(s, nowait);
 			*after -= batch;
-			return true;
+			gave_back = true;
+			break;
 		}
 		seen = AO_fetch_compare_and_swap_full(&c->word, v, v + batch);
 		if (seen == v)
 			break;
 	}
 	/* Our swap was a full barrier: see the essay. */
-	if (credit_unwelcome(s))
-		give_to_tickets(s, c, nowait);
+	if (!gave_back && credit_unwelcome(s)) {
+		uint64_t credit = close_slot(c);
+
+		if (credit)
+			srsv__may_use_sub_clamped(s, credit);
+		gave_back = true;
+	}
+	AO_fetch_and_add_full(&s->refilling, (AO_t)0 - 1);
+	/* Only now may we take the pool lock. */
+	if (gave_back)
+		srsv__maybe_grant(s, nowait);
 	return true;
 }
 

@@ -191,6 +191,7 @@ struct srsv_space {
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
 					 * cache is NULL */
 	volatile AO_t draining;		/* slow paths between block/unblock */
+	volatile AO_t refilling;	/* refills between check and deposit */
 	unsigned cache_slots;
 	uint64_t cache_batch;		/* largest request a slot serves */
 	uint64_t cache_margin;		/* room refills leave in the pool */
@@ -258,6 +259,8 @@ static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
 	return (uint64_t)old;
 }
 
+/* may_use's word once no refused release is pending (space.c). */
+uint64_t srsv__may_use_settled(const struct srsv_space *s);
 /* Credit sitting in @s's per-CPU caches (a lock-free approximation). */
 uint64_t srsv__cache_credit(const struct srsv_space *s);
 
@@ -274,7 +277,7 @@ static inline uint64_t srsv__space_counter(const struct srsv_space *s,
 
 	if (c != SRSV__MAY_USE)
 		return srsv__ld(&s->counters[c]);
-	may_use = srsv__ld(&s->may_use);
+	may_use = srsv__may_use_settled(s);
 	if (!s->cache)
 		return may_use;
 	credit = srsv__cache_credit(s);

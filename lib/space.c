@@ -148,22 +148,26 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
  * 72 with the fetch-and-add (docs/results.md).
  *
  * For the instant between the two additions the word holds a wrapped
- * value, at least SRSV__MAY_USE_WRAPPED (a legitimate may_use stays below
- * 2^63 + 2^61: total and the overcommit allowance are bounded by
- * SRSV_MAX_BYTES; a refused release is at most SRSV_MAX_BYTES, so its
- * result is at least 2^64 - 2^62).  The word is wrapped exactly while a
- * refusal is pending, and nothing acts on a wrapped word: admission never
- * fits it (a reservation may fail or queue meanwhile, and the refused
+ * value, at least SRSV__MAY_USE_WRAPPED.  Only releases of at most
+ * SRSV__XADD_MAX bytes subtract this way (larger ones, rare, take the
+ * compare-and-swap loop), so even 2^22 refusals pending at once leave the
+ * word above 2^64 - 2^62, while a legitimate may_use stays below
+ * 2^63 + 2^61 (total and the overcommit allowance are bounded by
+ * SRSV_MAX_BYTES).  The word is thus wrapped exactly while a refusal is
+ * pending, and nothing acts on a wrapped word: admission refuses it in
+ * every mode (a reservation may fail or queue meanwhile, and the refused
  * release grants tickets afterwards); a release that replaced a wrapped
  * value cannot judge itself, so it undoes its own subtraction, waits for
- * the word to unwrap and tries again; srsv__may_use_add() and the caches'
- * drain wait too.  Every release is thus judged against a word with no
- * refusal pending, as with a compare-and-swap loop.
+ * the word to unwrap and tries again; srsv__may_use_add(), the caches'
+ * drain and the readers of the counter wait too.  Every release is thus
+ * judged against a word with no refusal pending, as with a
+ * compare-and-swap loop.
  */
 #define SRSV__MAY_USE_WRAPPED (UINT64_C(3) << 62)
+#define SRSV__XADD_MAX (UINT64_C(1) << 40)
 
 /* Wait until no refused release is pending (see above). */
-static AO_t wait_unwrapped(struct srsv_space *s)
+static AO_t wait_unwrapped(const struct srsv_space *s)
 {
 	AO_t v;
 
@@ -216,14 +220,44 @@ may_use_sub_undo(struct srsv_space *s, uint64_t bytes, AO_t old)
 	return 0;
 }
 
+/* A release above SRSV__XADD_MAX: never applied unless it fits. */
+static __attribute__((noinline, cold)) int
+may_use_sub_cas(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t old = wait_unwrapped(s), seen;
+
+	for (;; old = seen) {
+		if (old >= SRSV__MAY_USE_WRAPPED) {
+			seen = wait_unwrapped(s);
+			continue;
+		}
+		if (old < bytes)
+			return -EINVAL;
+		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
+						      old - bytes);
+		if (seen == old)
+			break;
+	}
+	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
+	return 0;
+}
+
 int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = AO_fetch_and_add_full(&s->may_use, (AO_t)0 - (AO_t)bytes);
+	AO_t old;
 
+	if (__builtin_expect(bytes > SRSV__XADD_MAX, 0))
+		return may_use_sub_cas(s, bytes);
+	old = AO_fetch_and_add_full(&s->may_use, (AO_t)0 - (AO_t)bytes);
 	if (__builtin_expect(old < bytes || old >= SRSV__MAY_USE_WRAPPED, 0))
 		return may_use_sub_undo(s, bytes, old);
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
+}
+
+uint64_t srsv__may_use_settled(const struct srsv_space *s)
+{
+	return wait_unwrapped(s);
 }
 
 uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes)
@@ -321,6 +355,10 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
 
 	for (;; may_use = seen) {
+		/* A refused release pending: no admission against it, in
+		 * any mode (see above srsv__may_use_add()). */
+		if (may_use >= SRSV__MAY_USE_WRAPPED)
+			return false;
 		/* Loaded after may_use: see "claimed" in internal.h. */
 		claimed = AO_load_acquire(&s->claimed);
 		if (!fits(s, may_use, claimed, bytes, mode))
