@@ -191,7 +191,10 @@ struct srsv_space {
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
 					 * cache is NULL */
 	volatile AO_t draining;		/* slow paths between block/unblock */
-	volatile AO_t refilling;	/* refills between check and deposit */
+	/* Refills between check and deposit: written by every CPU's
+	 * refills, so on a line of its own. */
+	volatile AO_t refilling __attribute__((aligned(SRSV__CACHELINE)));
+	char refilling_pad[SRSV__CACHELINE - sizeof(AO_t)];
 	unsigned cache_slots;
 	uint64_t cache_batch;		/* largest request a slot serves */
 	uint64_t cache_margin;		/* room refills leave in the pool */
