@@ -43,9 +43,13 @@
  *   drains every slot back into may_use (srsv__cache_drain()), then
  *   decides: the slow path of a reservation, the granting of tickets, and
  *   a read-only claim.  While a slow path decides, the slots stay closed
- *   (srsv__cache_block()): no slot reopens and no refill starts, and a
- *   refill already past that check is waited for before the drain (it
- *   takes no lock until it is done), so the drain sees its credit.
+ *   (srsv__cache_block()): no slot reopens and no refill starts.  Credit
+ *   already in motion ("in_flight": a refill between its check and its
+ *   deposit, a give-back between closing its slot and returning the
+ *   credit; neither takes a lock meanwhile) is let land before the drain,
+ *   and a decision that fails looks again if credit landed since
+ *   (srsv__cache_recheck()).  A NOWAIT slow path waits for no other
+ *   thread: credit in motion is an answer of -EAGAIN.
  * - While tickets are queued the slots are closed: draining closes them,
  *   credit cannot enter a closed slot, and a slot reopens only when no
  *   ticket waits.  A thread that put credit into a slot reads the ticket
@@ -88,17 +92,30 @@
 
 /* A slot's word: credit bytes, or this bit when closed. */
 #define CLOSED ((AO_t)1 << 63)
-/* At most this many slots, whatever the CPU count. */
-#define MAX_SLOTS 256
+/* At most this many slots: beyond, CPUs share them. */
+#define MAX_SLOTS 64
+
+/* The CPUs this process may run on (a container's, not the host's). */
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	long cpus;
+
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus < 1 ? 1 : (unsigned)cpus;
+}
 
 int srsv__cache_create(struct srsv_space *s, uint64_t batch)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_CONF);
-	unsigned n = cpus < 1 ? 1 : cpus > MAX_SLOTS ? MAX_SLOTS : (unsigned)cpus;
+	unsigned n = usable_cpus();
 	struct srsv__cache_slot *slots;
 
 	if (!batch)
 		return 0;
+	if (n > MAX_SLOTS)
+		n = MAX_SLOTS;
 	if (posix_memalign((void **)&slots, SRSV__CACHELINE,
 			   n * sizeof(*slots)))
 		return -ENOMEM;
@@ -171,24 +188,59 @@ uint64_t srsv__cache_drain(struct srsv_space *s)
 	return credit ? srsv__may_use_sub_clamped(s, credit) : 0;
 }
 
-void srsv__cache_block(struct srsv_space *s)
+/*
+ * Wait until no credit is in motion: a refill between its check and its
+ * deposit, or a give-back between closing its slot and returning the
+ * credit.  Both take no lock meanwhile, so waiting for them under the pool
+ * lock cannot deadlock.  With @nowait, only look.  True if none is (any
+ * more).
+ */
+static bool settle(struct srsv_space *s, bool nowait)
 {
-	if (!s->cache)
-		return;
-	AO_fetch_and_add_full(&s->draining, 1);
-	/*
-	 * A refill that passed its check before our increment (each side's
-	 * increment is a full barrier before it reads the other's word) is
-	 * let finish: it takes no lock meanwhile, so waiting for it under
-	 * ours cannot deadlock.
-	 */
-	for (unsigned i = 0; AO_load_acquire(&s->refilling); i++) {
+	for (unsigned i = 0; AO_load_acquire(&s->in_flight); i++) {
+		if (nowait)
+			return false;
 		if (i < 64)
 			srsv__cpu_relax();
 		else
 			sched_yield();
 	}
+	return true;
+}
+
+bool srsv__cache_block(struct srsv_space *s, bool nowait)
+{
+	if (!s->cache)
+		return true;
+	AO_fetch_and_add_full(&s->draining, 1);
+	/*
+	 * Credit set in motion before our increment is let land (each side
+	 * increments before it reads the other's word, both full barriers),
+	 * then drained.  A NOWAIT caller does not wait for another thread.
+	 */
+	if (!settle(s, nowait)) {
+		AO_fetch_and_add_full(&s->draining, (AO_t)0 - 1);
+		return false;
+	}
 	srsv__cache_drain(s);
+	return true;
+}
+
+bool srsv__cache_recheck(struct srsv_space *s, bool nowait)
+{
+	bool moving;
+
+	if (!s->cache)
+		return false;
+	if (srsv__cache_drain(s))
+		return true;
+	/* A give-back that closed a slot before our drain reached it, and
+	 * has not returned the credit yet. */
+	moving = AO_load_acquire(&s->in_flight) != 0;
+	if (!moving || !settle(s, nowait))
+		return false;
+	srsv__cache_drain(s);
+	return true;
 }
 
 void srsv__cache_unblock(struct srsv_space *s)
@@ -219,10 +271,14 @@ uint64_t srsv__cache_credit(const struct srsv_space *s)
 static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c,
 			    bool nowait)
 {
-	uint64_t credit = close_slot(c);
+	uint64_t credit;
 
+	/* In motion until it is back in may_use: see settle(). */
+	AO_fetch_and_add_full(&s->in_flight, 1);
+	credit = close_slot(c);
 	if (credit)
 		srsv__may_use_sub_clamped(s, credit);
+	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
 	srsv__maybe_grant(s, nowait);
 }
 
@@ -299,14 +355,14 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 
 	/*
 	 * Refill: ourselves plus one batch, in one step.  Announced in
-	 * `refilling` first (a full barrier): a slow path that blocks the
+	 * `in_flight` first (a full barrier): a slow path that blocks the
 	 * caches after our check waits until we are done, and no lock is
 	 * taken before we withdraw (srsv__cache_block()).
 	 */
-	AO_fetch_and_add_full(&s->refilling, 1);
+	AO_fetch_and_add_full(&s->in_flight, 1);
 	if (credit_unwelcome(s) ||
 	    !charge_far_from_full(s, bytes + batch, after)) {
-		AO_fetch_and_add_full(&s->refilling, (AO_t)0 - 1);
+		AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
 		return false;
 	}
 	for (v = AO_load(&c->word);; v = seen) {
@@ -330,7 +386,7 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			srsv__may_use_sub_clamped(s, credit);
 		gave_back = true;
 	}
-	AO_fetch_and_add_full(&s->refilling, (AO_t)0 - 1);
+	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
 	/* Only now may we take the pool lock. */
 	if (gave_back)
 		srsv__maybe_grant(s, nowait);
@@ -373,7 +429,10 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 			 */
 			AO_fetch_and_add_full(&c->word,
 					      (AO_t)(sum - keep - bytes));
-			srsv__maybe_grant(s, nowait);
+			if (credit_unwelcome(s))
+				give_to_tickets(s, c, nowait);
+			else
+				srsv__maybe_grant(s, nowait);
 			return ret;
 		}
 	}

@@ -191,10 +191,10 @@ struct srsv_space {
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
 					 * cache is NULL */
 	volatile AO_t draining;		/* slow paths between block/unblock */
-	/* Refills between check and deposit: written by every CPU's
-	 * refills, so on a line of its own. */
-	volatile AO_t refilling __attribute__((aligned(SRSV__CACHELINE)));
-	char refilling_pad[SRSV__CACHELINE - sizeof(AO_t)];
+	/* Credit in motion (refills, give-backs; cache.c): written by
+	 * every CPU's refills, so on a line of its own. */
+	volatile AO_t in_flight __attribute__((aligned(SRSV__CACHELINE)));
+	char in_flight_pad[SRSV__CACHELINE - sizeof(AO_t)];
 	unsigned cache_slots;
 	uint64_t cache_batch;		/* largest request a slot serves */
 	uint64_t cache_margin;		/* room refills leave in the pool */
@@ -537,10 +537,18 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait);
 uint64_t srsv__cache_drain(struct srsv_space *s);
 /*
  * A slow path's decision: keep every cache closed and empty (no reopen, no
- * refill) from srsv__cache_block(), which drains, to srsv__cache_unblock().
+ * refill) from srsv__cache_block(), which lets credit in motion land and
+ * drains, to srsv__cache_unblock().  With @nowait it does not wait for
+ * another thread: false (nothing blocked) if credit is in motion.
  */
-void srsv__cache_block(struct srsv_space *s);
+bool srsv__cache_block(struct srsv_space *s, bool nowait);
 void srsv__cache_unblock(struct srsv_space *s);
+/*
+ * Between block and unblock, after a failed decision: whether credit came
+ * back since (drained now, or landed from a give-back we waited for, not
+ * with @nowait): then decide again.
+ */
+bool srsv__cache_recheck(struct srsv_space *s, bool nowait);
 
 /* ---- rsv.c: block reservations ---- */
 int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);

@@ -99,14 +99,14 @@ static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 
 /*
  * try_reserve() in a slow path, between srsv__cache_block() and unblock:
- * a refill already in flight when the caches were blocked can still land
- * credit, so drain again while that frees anything.
+ * a release that put credit into a slot just before the block gives it
+ * back in motion, so decide again while credit comes back (cache.c).
  */
 static bool try_reserve_drained(struct srsv_space *s, uint64_t bytes,
-				int mode, uint64_t *after)
+				int mode, uint64_t *after, bool nowait)
 {
 	while (!try_reserve(s, bytes, mode, after))
-		if (!srsv__cache_drain(s))
+		if (!srsv__cache_recheck(s, nowait))
 			return false;
 	return true;
 }
@@ -252,10 +252,14 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 */
 		ret = -EAGAIN;
 		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
-			srsv__cache_block(s);
-			if (try_reserve_drained(s, bytes, mode, &after))
-				ret = 0;
-			srsv__cache_unblock(s);
+			/* Credit in motion is another thread's progress:
+			 * not waited for, an answer of -EAGAIN. */
+			if (srsv__cache_block(s, true)) {
+				if (try_reserve_drained(s, bytes, mode, &after,
+							true))
+					ret = 0;
+				srsv__cache_unblock(s);
+			}
 			srsv__unlock(&s->lock);
 		}
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
@@ -273,10 +277,10 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
-	srsv__cache_block(s);
+	srsv__cache_block(s, false);
 	if (srsv__ld(&ctx->closing)) {
 		ret = -ESHUTDOWN;
-	} else if (try_reserve_drained(s, bytes, mode, &after)) {
+	} else if (try_reserve_drained(s, bytes, mode, &after, false)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;

@@ -620,14 +620,14 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 }
 
 /*
- * A plain charge between srsv__cache_block() and unblock, draining the
- * caches again while that frees anything (a refill in flight).
+ * A plain charge between srsv__cache_block() and unblock, deciding again
+ * while credit comes back (see try_reserve_drained() in reserve.c).
  */
 static bool try_charge_drained(struct srsv_space *s, uint64_t bytes)
 {
 	while (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
 				       NULL))
-		if (!srsv__cache_drain(s))
+		if (!srsv__cache_recheck(s, false))
 			return false;
 	return true;
 }
@@ -644,7 +644,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 		return ret;
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
-	srsv__cache_block(s);
+	srsv__cache_block(s, false);
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
 	} else if (!try_charge_drained(s, bytes)) {

@@ -399,6 +399,61 @@ START_TEST(test_cache_wrapped_word_admits_nothing)
 }
 END_TEST
 
+/*
+ * Credit in motion (a give-back that closed its slot and has not returned
+ * the credit yet) must not cost a slow path its exact fit: a blocking one
+ * waits for it to land, a NOWAIT one answers -EAGAIN, not -ENOSPC.  The
+ * give-back is played by hand here, halfway, to hold it in motion.
+ */
+struct exact_fit {
+	struct srsv_space *s;
+	uint64_t bytes;
+	volatile int done;
+	int ret;
+};
+
+static void *reserve_exact(void *p)
+{
+	struct exact_fit *x = p;
+
+	x->ret = srsv_space_reserve(x->s, x->bytes, SRSV_NO_FLUSH, 0);
+	__atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+START_TEST(test_cache_slow_path_waits_for_credit_in_motion)
+{
+	struct exact_fit x = { .s = data, .bytes = 64 * MiB - 4 * KiB };
+	uint64_t in_hand = 0;
+	pthread_t th;
+
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 0);
+	assert_split(data, 4 * KiB, BATCH);
+	/* A give-back, halfway: announced, its slot closed, credit in hand. */
+	AO_fetch_and_add_full(&data->in_flight, 1);
+	for (unsigned i = 0; i < data->cache_slots; i++) {
+		in_hand += AO_load(&data->cache[i].word);
+		AO_store(&data->cache[i].word, (AO_t)1 << 63);
+	}
+	ck_assert_uint_eq(in_hand, BATCH);
+	/* NOWAIT does not wait for another thread's progress. */
+	ck_assert_int_eq(srsv_space_reserve(data, x.bytes, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	/* A blocking slow path waits for the credit to land. */
+	ck_assert_int_eq(pthread_create(&th, NULL, reserve_exact, &x), 0);
+	esim_sleep_ms(50);
+	ck_assert_int_eq(__atomic_load_n(&x.done, __ATOMIC_ACQUIRE), 0);
+	/* The give-back's second half. */
+	ck_assert_uint_eq(srsv__may_use_sub_clamped(data, in_hand), in_hand);
+	AO_fetch_and_add_full(&data->in_flight, (AO_t)0 - 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(x.ret, 0);
+	assert_split(data, 64 * MiB, 0);
+	ck_assert_int_eq(srsv_space_release(data, 64 * MiB), 0);
+}
+END_TEST
+
 START_TEST(test_cache_over_release)
 {
 	struct srsv_space_info before;
@@ -760,6 +815,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(one, test_cache_nowait_uses_cache);
 	tcase_add_test(one, test_cache_nowait_never_blocks);
 	tcase_add_test(one, test_cache_over_release);
+	tcase_add_test(one, test_cache_slow_path_waits_for_credit_in_motion);
 	tcase_add_test(one, test_cache_wrapped_word_admits_nothing);
 	tcase_add_test(one, test_cache_over_release_within_word);
 	tcase_add_test(one, test_cache_config_bad);
