@@ -43,13 +43,18 @@
  *   drains every slot back into may_use (srsv__cache_drain()), then
  *   decides: the slow path of a reservation, the granting of tickets, and
  *   a read-only claim.  While a slow path decides, the slots stay closed
- *   (srsv__cache_block()): no slot reopens and no refill starts.  Credit
- *   already in motion ("in_flight": a refill between its check and its
- *   deposit, a give-back between closing its slot and returning the
- *   credit; neither takes a lock meanwhile) is let land before the drain,
- *   and a decision that fails looks again if credit landed since
- *   (srsv__cache_recheck()).  A NOWAIT slow path waits for no other
- *   thread: credit in motion is an answer of -EAGAIN.
+ *   (srsv__cache_block()): no slot reopens and no refill starts.
+ * - Credit in motion.  Anything but a drain that takes credit out of a
+ *   slot (a give-back, a release trimming its slot to one batch) or
+ *   charges may_use for a refill first announces itself in `in_flight`
+ *   (a full barrier), and withdraws once the credit is in may_use or in
+ *   the slot; it takes no lock in between.  A slow path closes every slot,
+ *   then waits until nothing is in motion: credit a motion took from a
+ *   slot before the drain reached it was announced before that, so the
+ *   wait sees it land.  Credit that enters a slot after the drain comes
+ *   from a release concurrent with the decision, which may as well have
+ *   come after it.  A NOWAIT slow path waits for no other thread: credit
+ *   in motion is an answer of -EAGAIN.
  * - While tickets are queued the slots are closed: draining closes them,
  *   credit cannot enter a closed slot, and a slot reopens only when no
  *   ticket waits.  A thread that put credit into a slot reads the ticket
@@ -189,11 +194,9 @@ uint64_t srsv__cache_drain(struct srsv_space *s)
 }
 
 /*
- * Wait until no credit is in motion: a refill between its check and its
- * deposit, or a give-back between closing its slot and returning the
- * credit.  Both take no lock meanwhile, so waiting for them under the pool
- * lock cannot deadlock.  With @nowait, only look.  True if none is (any
- * more).
+ * Wait until no credit is in motion (see "in motion" in the essay).  No
+ * motion takes a lock, so waiting for them under the pool lock cannot
+ * deadlock.  With @nowait, only look.  True if none is (any more).
  */
 static bool settle(struct srsv_space *s, bool nowait)
 {
@@ -208,39 +211,33 @@ static bool settle(struct srsv_space *s, bool nowait)
 	return true;
 }
 
-bool srsv__cache_block(struct srsv_space *s, bool nowait)
+static bool block(struct srsv_space *s, bool nowait)
 {
 	if (!s->cache)
 		return true;
 	AO_fetch_and_add_full(&s->draining, 1);
 	/*
-	 * Credit set in motion before our increment is let land (each side
-	 * increments before it reads the other's word, both full barriers),
-	 * then drained.  A NOWAIT caller does not wait for another thread.
+	 * Close every slot, then let the credit in motion land: a motion
+	 * that took credit from a slot before our drain reached it had
+	 * announced itself first (see the essay).  A NOWAIT caller does not
+	 * wait for another thread.
 	 */
+	srsv__cache_drain(s);
 	if (!settle(s, nowait)) {
 		AO_fetch_and_add_full(&s->draining, (AO_t)0 - 1);
 		return false;
 	}
-	srsv__cache_drain(s);
 	return true;
 }
 
-bool srsv__cache_recheck(struct srsv_space *s, bool nowait)
+void srsv__cache_block(struct srsv_space *s)
 {
-	bool moving;
+	block(s, false);
+}
 
-	if (!s->cache)
-		return false;
-	if (srsv__cache_drain(s))
-		return true;
-	/* A give-back that closed a slot before our drain reached it, and
-	 * has not returned the credit yet. */
-	moving = AO_load_acquire(&s->in_flight) != 0;
-	if (!moving || !settle(s, nowait))
-		return false;
-	srsv__cache_drain(s);
-	return true;
+bool srsv__cache_try_block(struct srsv_space *s)
+{
+	return block(s, true);
 }
 
 void srsv__cache_unblock(struct srsv_space *s)
@@ -354,11 +351,16 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 	}
 
 	/*
-	 * Refill: ourselves plus one batch, in one step.  Announced in
-	 * `in_flight` first (a full barrier): a slow path that blocks the
-	 * caches after our check waits until we are done, and no lock is
-	 * taken before we withdraw (srsv__cache_block()).
+	 * Refill: ourselves plus one batch, in one step.  Plain looks first,
+	 * so that near full or with a slow path deciding no take sets
+	 * anything in motion.  Then announced in `in_flight` (a full barrier
+	 * before we look at `draining` again): a slow path that blocks the
+	 * caches waits until we are done, and we take no lock before we
+	 * withdraw (srsv__cache_block()).
 	 */
+	if (credit_unwelcome(s) ||
+	    !far_from_full(s, AO_load(&s->may_use), bytes + batch))
+		return false;
 	AO_fetch_and_add_full(&s->in_flight, 1);
 	if (credit_unwelcome(s) ||
 	    !charge_far_from_full(s, bytes + batch, after)) {
@@ -398,8 +400,9 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 	struct srsv__cache_slot *c = my_slot(s);
 	uint64_t batch = s->cache_batch, sum, keep;
 	uint64_t may_use = AO_load_acquire(&s->may_use);
+	bool trimming = false;
 	AO_t v, seen;
-	int ret;
+	int ret = 0;
 
 	/* The one check a cached release can make (see the essay). */
 	if (bytes > may_use)
@@ -409,34 +412,39 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 		return 0;
 	for (v = AO_load(&c->word);; v = seen) {
 		if (v & CLOSED)
-			return 0;
+			break;
 		sum = v + bytes;
 		keep = sum > 2 * batch ? batch : sum;
+		/* Taking credit out of the slot: in motion (the essay). */
+		if (sum > keep && !trimming) {
+			AO_fetch_and_add_full(&s->in_flight, 1);
+			trimming = true;
+		}
 		seen = AO_fetch_compare_and_swap_full(&c->word, v, keep);
 		if (seen == v)
 			break;
 	}
-	if (sum > keep) {
+	if (!(v & CLOSED) && sum > keep) {
 		ret = srsv__may_use_sub(s, sum - keep);
-		if (ret) {
-			/*
-			 * may_use holds less than the slot's credit: an
-			 * earlier release gave back bytes nobody held.
-			 * Refuse ours too, and put the slot back as it was
-			 * (the credit of a slot closed meanwhile stays for
-			 * the next drain).  For an instant the pool looked
-			 * full: grant what queued then.
-			 */
+		/*
+		 * Refused: may_use holds less than the slot's credit, so an
+		 * earlier release gave back bytes nobody held.  Refuse ours
+		 * too, and put the slot back as it was (the credit of a slot
+		 * closed meanwhile stays for the next drain).
+		 */
+		if (ret)
 			AO_fetch_and_add_full(&c->word,
 					      (AO_t)(sum - keep - bytes));
-			if (credit_unwelcome(s))
-				give_to_tickets(s, c, nowait);
-			else
-				srsv__maybe_grant(s, nowait);
-			return ret;
-		}
 	}
+	/* Landed: only now may we take the pool lock. */
+	if (trimming)
+		AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
+	if (v & CLOSED)
+		return 0;
 	if (credit_unwelcome(s))
 		give_to_tickets(s, c, nowait);
-	return 1;
+	else if (ret)
+		/* For an instant the pool looked full: grant what queued. */
+		srsv__maybe_grant(s, nowait);
+	return ret ? ret : 1;
 }

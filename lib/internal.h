@@ -537,18 +537,14 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait);
 uint64_t srsv__cache_drain(struct srsv_space *s);
 /*
  * A slow path's decision: keep every cache closed and empty (no reopen, no
- * refill) from srsv__cache_block(), which lets credit in motion land and
- * drains, to srsv__cache_unblock().  With @nowait it does not wait for
- * another thread: false (nothing blocked) if credit is in motion.
+ * refill) from srsv__cache_block(), which drains and lets credit in motion
+ * land, to srsv__cache_unblock().  The try form (NOWAIT) does not wait for
+ * another thread: false, and nothing blocked, if credit is in motion.
  */
-bool srsv__cache_block(struct srsv_space *s, bool nowait);
+void srsv__cache_block(struct srsv_space *s);
+bool srsv__cache_try_block(struct srsv_space *s)
+	__attribute__((warn_unused_result));
 void srsv__cache_unblock(struct srsv_space *s);
-/*
- * Between block and unblock, after a failed decision: whether credit came
- * back since (drained now, or landed from a give-back we waited for, not
- * with @nowait): then decide again.
- */
-bool srsv__cache_recheck(struct srsv_space *s, bool nowait);
 
 /* ---- rsv.c: block reservations ---- */
 int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);

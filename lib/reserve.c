@@ -97,20 +97,6 @@ static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
 }
 
-/*
- * try_reserve() in a slow path, between srsv__cache_block() and unblock:
- * a release that put credit into a slot just before the block gives it
- * back in motion, so decide again while credit comes back (cache.c).
- */
-static bool try_reserve_drained(struct srsv_space *s, uint64_t bytes,
-				int mode, uint64_t *after, bool nowait)
-{
-	while (!try_reserve(s, bytes, mode, after))
-		if (!srsv__cache_recheck(s, nowait))
-			return false;
-	return true;
-}
-
 void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
 {
 	srsv__assert_held(&s->lock);
@@ -254,9 +240,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
 			/* Credit in motion is another thread's progress:
 			 * not waited for, an answer of -EAGAIN. */
-			if (srsv__cache_block(s, true)) {
-				if (try_reserve_drained(s, bytes, mode, &after,
-							true))
+			if (srsv__cache_try_block(s)) {
+				if (try_reserve(s, bytes, mode, &after))
 					ret = 0;
 				srsv__cache_unblock(s);
 			}
@@ -277,10 +262,10 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
-	srsv__cache_block(s, false);
+	srsv__cache_block(s);
 	if (srsv__ld(&ctx->closing)) {
 		ret = -ESHUTDOWN;
-	} else if (try_reserve_drained(s, bytes, mode, &after, false)) {
+	} else if (try_reserve(s, bytes, mode, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;

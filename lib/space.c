@@ -619,19 +619,6 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 	return ret;
 }
 
-/*
- * A plain charge between srsv__cache_block() and unblock, deciding again
- * while credit comes back (see try_reserve_drained() in reserve.c).
- */
-static bool try_charge_drained(struct srsv_space *s, uint64_t bytes)
-{
-	while (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
-				       NULL))
-		if (!srsv__cache_recheck(s, false))
-			return false;
-	return true;
-}
-
 SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 					 bool force)
 {
@@ -644,10 +631,11 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 		return ret;
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
-	srsv__cache_block(s, false);
+	srsv__cache_block(s);
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
-	} else if (!try_charge_drained(s, bytes)) {
+	} else if (!srsv__space_try_charge(s, bytes,
+					   SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
 		/*
 		 * Admission goes through may_use so that it is ordered with
 		 * lock-free reservations: charge, then move to readonly.
