@@ -299,8 +299,11 @@ SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
 	/*
 	 * Every ticket has ended; wait for the threads that were waiting on
 	 * them to leave the pools (they only need the pool lock once more).
+	 * Acquire: their last unlock of a pool lock happens before the free
+	 * that may follow (a relaxed load orders nothing, and TSan saw the
+	 * unlock race pthread_mutex_destroy()).
 	 */
-	while (srsv__ld(&ctx->active))
+	while (AO_load_acquire(&ctx->active))
 		nanosleep(&pause, NULL);
 	ctx->shut_down = true;
 	srsv__unlock(&ctx->lock);
