@@ -43,7 +43,9 @@
  *   drains every slot back into may_use (srsv__cache_drain()), then
  *   decides: the slow path of a reservation, the granting of tickets, and
  *   a read-only claim.  While a slow path decides, the slots stay closed
- *   (srsv__cache_block()): no slot reopens and no refill starts.
+ *   (srsv__cache_block()) and no refill starts; a take that raced the
+ *   block may reopen one, but closes it again, and what a release puts
+ *   into it meanwhile it gives back (below).
  * - Credit in motion.  Anything but a drain that takes credit out of a
  *   slot (a give-back, a release trimming its slot to one batch) or
  *   charges may_use for a refill first announces itself in `in_flight`
@@ -395,6 +397,27 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 	return true;
 }
 
+/*
+ * Put @credit back into @c after a refused give-back (still in motion).
+ * A slot closed meanwhile was drained: the credit goes to may_use, as far
+ * as it holds any (the refusal says it holds less than the slot had).
+ */
+static void restore_slot(struct srsv_space *s, struct srsv__cache_slot *c,
+			 uint64_t credit)
+{
+	AO_t v = AO_load(&c->word), seen;
+
+	for (;; v = seen) {
+		if (v & CLOSED) {
+			srsv__may_use_sub_clamped(s, credit);
+			return;
+		}
+		seen = AO_fetch_compare_and_swap_full(&c->word, v, v + credit);
+		if (seen == v)
+			return;
+	}
+}
+
 int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 {
 	struct srsv__cache_slot *c = my_slot(s);
@@ -429,12 +452,10 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 		/*
 		 * Refused: may_use holds less than the slot's credit, so an
 		 * earlier release gave back bytes nobody held.  Refuse ours
-		 * too, and put the slot back as it was (the credit of a slot
-		 * closed meanwhile stays for the next drain).
+		 * too, and put the slot back as it was (restore_slot()).
 		 */
 		if (ret)
-			AO_fetch_and_add_full(&c->word,
-					      (AO_t)(sum - keep - bytes));
+			restore_slot(s, c, sum - keep - bytes);
 	}
 	/* Landed: only now may we take the pool lock. */
 	if (trimming)

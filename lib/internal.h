@@ -191,8 +191,8 @@ struct srsv_space {
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
 					 * cache is NULL */
 	volatile AO_t draining;		/* slow paths between block/unblock */
-	/* Credit in motion (refills, give-backs; cache.c): written by
-	 * every CPU's refills, so on a line of its own. */
+	/* Credit in motion (refills, give-backs, trims; cache.c): written
+	 * by every CPU's refills, so on a line of its own. */
 	volatile AO_t in_flight __attribute__((aligned(SRSV__CACHELINE)));
 	char in_flight_pad[SRSV__CACHELINE - sizeof(AO_t)];
 	unsigned cache_slots;

@@ -461,12 +461,22 @@ static __attribute__((noinline)) int
 reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 		 unsigned flags, uint64_t timeout_ns)
 {
+	struct srsv_ctx *ctx = s->ctx;
 	struct srsv__ticket t;
 	int ret;
 
+	/*
+	 * Counted from before queueing until ticket_wait() is done: the
+	 * slow path stops counting itself once the ticket is queued, and
+	 * shutdown must not see no one inside (and let the ctx be freed)
+	 * while we are between the two.
+	 */
+	AO_fetch_and_add1_full(&ctx->active);
 	ret = reserve_slow(s, &t, bytes, mode, flags);
-	if (ret != -EINPROGRESS)
+	if (ret != -EINPROGRESS) {
+		srsv__ctx_leave(ctx);
 		return ret;
+	}
 	if (timeout_ns == 0) {
 		/* "Do not wait at all": take the ticket back unless granted. */
 		srsv__lock(&s->lock);
@@ -477,7 +487,9 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 		}
 		srsv__unlock(&s->lock);
 	}
-	return ticket_wait(&t, timeout_ns);
+	ret = ticket_wait(&t, timeout_ns);
+	srsv__ctx_leave(ctx);
+	return ret;
 }
 
 SRSV__EXPORT int srsv_space_reserve(struct srsv_space *s, uint64_t bytes,
