@@ -465,6 +465,9 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	struct srsv__ticket t;
 	int ret;
 
+	/* NOWAIT never queues a ticket (nor touches the shared counter). */
+	if (flags & SRSV_RESERVE_NOWAIT)
+		return reserve_slow(s, &t, bytes, mode, flags);
 	/*
 	 * Counted from before queueing until ticket_wait() is done: the
 	 * slow path stops counting itself once the ticket is queued, and
