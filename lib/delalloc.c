@@ -160,11 +160,9 @@ static struct srsv_space *meta_space(struct srsv_ctx *ctx)
 	return srsv_ctx_space(ctx, SRSV_POOL_METADATA);
 }
 
-SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
-				       struct srsv_quota *quota,
-				       uint64_t bytes,
-				       enum srsv_delalloc_mode mode,
-				       struct srsv_delalloc_resv *resv)
+static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
+			    uint64_t bytes, enum srsv_delalloc_mode mode,
+			    struct srsv_delalloc_resv *resv)
 {
 	uint64_t quota_bytes[SRSV_QUOTA_KIND_COUNT] = { 0 };
 	struct srsv_space *data;
@@ -265,6 +263,22 @@ fail:
 	if (nowait && (ret == -ENOSPC || ret == -EDQUOT))
 		ret = -EAGAIN;
 	memset(resv, 0, sizeof(*resv));
+	return ret;
+}
+
+SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
+				       struct srsv_quota *quota,
+				       uint64_t bytes,
+				       enum srsv_delalloc_mode mode,
+				       struct srsv_delalloc_resv *resv)
+{
+	int ret;
+
+	/* A wait in one step keeps its shutdown count through the later
+	 * steps and their undo (internal.h). */
+	srsv__outer_begin();
+	ret = delalloc_reserve(ctx, quota, bytes, mode, resv);
+	srsv__outer_end();
 	return ret;
 }
 

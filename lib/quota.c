@@ -384,7 +384,7 @@ static int quota_flush(struct srsv_quota *q, bool want_own, bool *own)
 	pthread_cond_broadcast(&t->flush_cond);
 unlock:
 	srsv__unlock(&t->lock);
-	srsv__ctx_leave(ctx);
+	srsv__ctx_leave_waited(ctx);
 	return ret;
 }
 
@@ -586,11 +586,16 @@ SRSV__EXPORT int srsv_quota_reserve(struct srsv_quota *q,
 				    unsigned flags)
 {
 	uint64_t v[SRSV_QUOTA_KIND_COUNT] = { 0 };
+	int ret;
 
 	if (!quota_ok(q) || !kind_ok((int)kind) || bytes > SRSV_MAX_BYTES)
 		return -EINVAL;
 	v[kind] = bytes;
-	return srsv__quota_reserve_kinds(q, v, flags);
+	/* Keeps a wait's shutdown count while it touches q (internal.h). */
+	srsv__outer_begin();
+	ret = srsv__quota_reserve_kinds(q, v, flags);
+	srsv__outer_end();
+	return ret;
 }
 
 SRSV__EXPORT int srsv_quota_release(struct srsv_quota *q,

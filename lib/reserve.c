@@ -143,6 +143,36 @@ void srsv__ctx_leave(struct srsv_ctx *ctx)
 	AO_fetch_and_sub1_full(&ctx->active);
 }
 
+/* See srsv__outer_begin() in internal.h. */
+static __thread unsigned outer_depth;
+static __thread struct srsv_ctx *deferred_ctx;
+static __thread unsigned deferred_leaves;
+
+void srsv__outer_begin(void)
+{
+	outer_depth++;
+}
+
+void srsv__outer_end(void)
+{
+	if (--outer_depth)
+		return;
+	for (; deferred_leaves; deferred_leaves--)
+		srsv__ctx_leave(deferred_ctx);
+	deferred_ctx = NULL;
+}
+
+void srsv__ctx_leave_waited(struct srsv_ctx *ctx)
+{
+	/* One ctx per outer call; another one's count is not ours to keep. */
+	if (!outer_depth || (deferred_leaves && deferred_ctx != ctx)) {
+		srsv__ctx_leave(ctx);
+		return;
+	}
+	deferred_ctx = ctx;
+	deferred_leaves++;
+}
+
 static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,
 		      unsigned flags)
 {
@@ -477,7 +507,7 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	AO_fetch_and_add1_full(&ctx->active);
 	ret = reserve_slow(s, &t, bytes, mode, flags);
 	if (ret != -EINPROGRESS) {
-		srsv__ctx_leave(ctx);
+		srsv__ctx_leave_waited(ctx);
 		return ret;
 	}
 	if (timeout_ns == 0) {
@@ -491,7 +521,7 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 		srsv__unlock(&s->lock);
 	}
 	ret = ticket_wait(&t, timeout_ns);
-	srsv__ctx_leave(ctx);
+	srsv__ctx_leave_waited(ctx);
 	return ret;
 }
 

@@ -280,10 +280,13 @@ SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
 		return -EINVAL;
 	if (!bytes)
 		return 0;
+	/* Keeps a wait's shutdown count while we credit (internal.h). */
+	srsv__outer_begin();
 	ret = srsv_space_reserve(rsv->space, bytes, mode, flags);
 	if (!ret)
 		ret = credit(rsv, bytes, true, flags);
 	srsv__trace_rsv(rsv, SRSV__RSV_ADD, bytes, ret);
+	srsv__outer_end();
 	return ret;
 }
 
@@ -308,10 +311,13 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	rsv_unlock(rsv);
 	if (!missing)
 		return 0;
+	/* Keeps a wait's shutdown count while we credit (internal.h). */
+	srsv__outer_begin();
 	ret = srsv_space_reserve(rsv->space, missing, mode, flags);
 	if (!ret)
 		ret = credit(rsv, missing, false, flags);
 	srsv__trace_rsv(rsv, SRSV__RSV_REFILL, missing, ret);
+	srsv__outer_end();
 	return ret;
 }
 

@@ -1752,6 +1752,45 @@ START_TEST(test_concurrent_writers)
 }
 END_TEST
 
+/*
+ * A call that waited inside a wrapper (srsv_rsv_add(), the delalloc and
+ * quota calls) keeps its shutdown count until the wrapper ends, so that
+ * srsv_ctx_destroy() cannot free what the wrapper still touches; a call
+ * that did not wait costs no count.  White-box: the count is ctx->active.
+ */
+START_TEST(test_waited_call_counted_until_wrapper_ends)
+{
+	struct fx *fx = fx_new(4 * MIB, 4 * MIB);
+	uint64_t big = 8 * MIB;
+
+	/* Outside a wrapper: a slow path leaves its count at once. */
+	ck_assert_int_eq(srsv_space_reserve(fx->data, big, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
+	/* Inside one: kept until the wrapper's end. */
+	srsv__outer_begin();
+	ck_assert_int_eq(srsv_space_reserve(fx->data, big, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_reserve(fx->data, big, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->ctx->active), 2);
+	/* The fast path counts nothing; nested wrappers end at the outer. */
+	srsv__outer_begin();
+	ck_assert_int_eq(srsv_space_reserve(fx->data, 4 * KIB, SRSV_NO_FLUSH,
+					    0), 0);
+	srsv__outer_end();
+	ck_assert_uint_eq(AO_load(&fx->ctx->active), 2);
+	srsv__outer_end();
+	ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
+	ck_assert_int_eq(srsv_space_release(fx->data, 4 * KIB), 0);
+	/* Through the wrappers themselves: nothing left behind. */
+	ck_assert_int_eq(srsv_rsv_add(fx->rsv, big, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
+	fx_free(fx);
+}
+END_TEST
+
 static Suite *delalloc_suite(void)
 {
 	Suite *s = suite_create("delalloc");
@@ -1770,6 +1809,7 @@ static Suite *delalloc_suite(void)
 	tcase_add_test(modes, test_deadlk_only_when_waiting);
 	tcase_add_test(modes, test_bad_input);
 	tcase_add_test(modes, test_concurrent_writers);
+	tcase_add_test(modes, test_waited_call_counted_until_wrapper_ends);
 	suite_add_tcase(s, modes);
 
 	tcase_add_test(nowait, test_nowait_success_never_blocks);

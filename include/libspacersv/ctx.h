@@ -168,9 +168,13 @@ int srsv_ctx_shutdown(struct srsv_ctx *ctx);
  * reservations and the quota and zone tables.  NULL is a no-op.
  *
  * @param ctx the ctx
- * @note Only threads waiting inside the library may still be using the ctx
- * (they return -ESHUTDOWN); no other call may race with destroy.  Objects
- * embedded by the caller (srsv_rsv, srsv_ticket) must not be used after.
+ * @note Only threads waiting inside srsv_space_reserve(),
+ * srsv_space_reserve_timeout(), srsv_rsv_add(), srsv_rsv_refill(),
+ * srsv_delalloc_reserve() or srsv_quota_reserve() may still be using the
+ * ctx (they return -ESHUTDOWN and touch nothing after); no other call may
+ * race with destroy, srsv_ticket_wait() included (shut down first, let the
+ * waits return).  Objects embedded by the caller (srsv_rsv, srsv_ticket)
+ * must not be used after.
  */
 void srsv_ctx_destroy(struct srsv_ctx *ctx);
 

@@ -121,7 +121,9 @@ int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
  * @retval -ENOSPC, -ESHUTDOWN, error of srsv_ctx_set_error(): failed
  * @retval -EINVAL NULL or never-started ticket
  * @note Thread-safe.  Once it returned anything but -EINPROGRESS, further
- * calls return the same result.
+ * calls return the same result.  Unlike the srsv_space_reserve() family,
+ * it must not race srsv_ctx_destroy(): call srsv_ctx_shutdown() (which
+ * ends every ticket), let the waits return, then destroy.
  */
 int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
 
