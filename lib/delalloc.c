@@ -276,7 +276,7 @@ SRSV__EXPORT int srsv_delalloc_reserve(struct srsv_ctx *ctx,
 
 	/* A wait in one step keeps its shutdown count through the later
 	 * steps and their undo (internal.h). */
-	srsv__outer_begin();
+	srsv__outer_begin(ctx);
 	ret = delalloc_reserve(ctx, quota, bytes, mode, resv);
 	srsv__outer_end();
 	return ret;

@@ -426,11 +426,12 @@ void srsv__ctx_leave(struct srsv_ctx *ctx);
  * then goes on using the ctx (srsv_rsv_add(), srsv_delalloc_reserve(),
  * srsv_quota_reserve(), ...) brackets itself with srsv__outer_begin() and
  * srsv__outer_end(): a wait inside leaves with srsv__ctx_leave_waited(),
- * which, inside such a call, keeps the shutdown count until the outer call
- * ends, so that srsv_ctx_destroy() cannot free what it still touches.
+ * which, inside such a call on the same ctx, keeps the shutdown count until
+ * the outermost call ends, so that srsv_ctx_destroy() cannot free what it
+ * still touches.
  * Thread-local: costs no shared write when nothing waited.
  */
-void srsv__outer_begin(void);
+void srsv__outer_begin(struct srsv_ctx *ctx);
 void srsv__outer_end(void);
 void srsv__ctx_leave_waited(struct srsv_ctx *ctx);
 

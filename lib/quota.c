@@ -592,7 +592,7 @@ SRSV__EXPORT int srsv_quota_reserve(struct srsv_quota *q,
 		return -EINVAL;
 	v[kind] = bytes;
 	/* Keeps a wait's shutdown count while it touches q (internal.h). */
-	srsv__outer_begin();
+	srsv__outer_begin(q->ctx);
 	ret = srsv__quota_reserve_kinds(q, v, flags);
 	srsv__outer_end();
 	return ret;

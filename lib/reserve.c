@@ -143,14 +143,20 @@ void srsv__ctx_leave(struct srsv_ctx *ctx)
 	AO_fetch_and_sub1_full(&ctx->active);
 }
 
-/* See srsv__outer_begin() in internal.h. */
+/*
+ * See srsv__outer_begin() in internal.h.  The outermost wrapper's ctx owns
+ * the deferral: a callback run inside it (priority flushing, a quota
+ * flush) may call wrappers of another ctx, whose waits cannot wait anyway
+ * (-EDEADLK) and leave at once.
+ */
 static __thread unsigned outer_depth;
-static __thread struct srsv_ctx *deferred_ctx;
+static __thread struct srsv_ctx *outer_ctx;
 static __thread unsigned deferred_leaves;
 
-void srsv__outer_begin(void)
+void srsv__outer_begin(struct srsv_ctx *ctx)
 {
-	outer_depth++;
+	if (!outer_depth++)
+		outer_ctx = ctx;
 }
 
 void srsv__outer_end(void)
@@ -158,19 +164,16 @@ void srsv__outer_end(void)
 	if (--outer_depth)
 		return;
 	for (; deferred_leaves; deferred_leaves--)
-		srsv__ctx_leave(deferred_ctx);
-	deferred_ctx = NULL;
+		srsv__ctx_leave(outer_ctx);
+	outer_ctx = NULL;
 }
 
 void srsv__ctx_leave_waited(struct srsv_ctx *ctx)
 {
-	/* One ctx per outer call; another one's count is not ours to keep. */
-	if (!outer_depth || (deferred_leaves && deferred_ctx != ctx)) {
+	if (outer_depth && ctx == outer_ctx)
+		deferred_leaves++;
+	else
 		srsv__ctx_leave(ctx);
-		return;
-	}
-	deferred_ctx = ctx;
-	deferred_leaves++;
 }
 
 static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,

@@ -281,7 +281,7 @@ SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
 	if (!bytes)
 		return 0;
 	/* Keeps a wait's shutdown count while we credit (internal.h). */
-	srsv__outer_begin();
+	srsv__outer_begin(rsv->space->ctx);
 	ret = srsv_space_reserve(rsv->space, bytes, mode, flags);
 	if (!ret)
 		ret = credit(rsv, bytes, true, flags);
@@ -312,7 +312,7 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	if (!missing)
 		return 0;
 	/* Keeps a wait's shutdown count while we credit (internal.h). */
-	srsv__outer_begin();
+	srsv__outer_begin(rsv->space->ctx);
 	ret = srsv_space_reserve(rsv->space, missing, mode, flags);
 	if (!ret)
 		ret = credit(rsv, missing, false, flags);

@@ -1768,14 +1768,14 @@ START_TEST(test_waited_call_counted_until_wrapper_ends)
 			 -ENOSPC);
 	ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
 	/* Inside one: kept until the wrapper's end. */
-	srsv__outer_begin();
+	srsv__outer_begin(fx->ctx);
 	ck_assert_int_eq(srsv_space_reserve(fx->data, big, SRSV_NO_FLUSH, 0),
 			 -ENOSPC);
 	ck_assert_int_eq(srsv_space_reserve(fx->data, big, SRSV_NO_FLUSH, 0),
 			 -ENOSPC);
 	ck_assert_uint_eq(AO_load(&fx->ctx->active), 2);
 	/* The fast path counts nothing; nested wrappers end at the outer. */
-	srsv__outer_begin();
+	srsv__outer_begin(fx->ctx);
 	ck_assert_int_eq(srsv_space_reserve(fx->data, 4 * KIB, SRSV_NO_FLUSH,
 					    0), 0);
 	srsv__outer_end();
@@ -1783,6 +1783,27 @@ START_TEST(test_waited_call_counted_until_wrapper_ends)
 	srsv__outer_end();
 	ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
 	ck_assert_int_eq(srsv_space_release(fx->data, 4 * KIB), 0);
+	/*
+	 * A wrapper of another ctx nested inside (a callback of this ctx
+	 * reserving elsewhere): its waits leave at once, ours still wait
+	 * for the outermost end.
+	 */
+	{
+		struct fx *other = fx_new(4 * MIB, 4 * MIB);
+
+		srsv__outer_begin(fx->ctx);
+		srsv__outer_begin(other->ctx);
+		ck_assert_int_eq(srsv_space_reserve(other->data, big,
+						    SRSV_NO_FLUSH, 0), -ENOSPC);
+		ck_assert_uint_eq(AO_load(&other->ctx->active), 0);
+		ck_assert_int_eq(srsv_space_reserve(fx->data, big,
+						    SRSV_NO_FLUSH, 0), -ENOSPC);
+		srsv__outer_end();
+		ck_assert_uint_eq(AO_load(&fx->ctx->active), 1);
+		srsv__outer_end();
+		ck_assert_uint_eq(AO_load(&fx->ctx->active), 0);
+		fx_free(other);
+	}
 	/* Through the wrappers themselves: nothing left behind. */
 	ck_assert_int_eq(srsv_rsv_add(fx->rsv, big, SRSV_NO_FLUSH, 0),
 			 -ENOSPC);
