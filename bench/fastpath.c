@@ -207,7 +207,7 @@ static inline void throttle_put(struct throttle *t, uint64_t c)
  * the same sources with SRSV_TRACING 0, every srsv_* symbol renamed
  * srsvu_*.  Only what this bench calls is declared.
  */
-int srsvu_config_init(struct srsv_config *cfg);
+int srsvu_config_init_sized(struct srsv_config *cfg, size_t size);
 int srsvu_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
 void srsvu_ctx_destroy(struct srsv_ctx *ctx);
 struct srsv_space *srsvu_ctx_space(struct srsv_ctx *ctx, enum srsv_pool kind);
@@ -222,7 +222,7 @@ int srsvu_space_snapshot(struct srsv_space *space,
 
 /* Set-up calls of one build of the library (not on the timed path). */
 struct lib_api {
-	int (*config_init)(struct srsv_config *cfg);
+	int (*config_init_sized)(struct srsv_config *cfg, size_t size);
 	int (*ctx_create)(const struct srsv_config *cfg, struct srsv_ctx **out);
 	void (*ctx_destroy)(struct srsv_ctx *ctx);
 	struct srsv_space *(*ctx_space)(struct srsv_ctx *ctx,
@@ -233,13 +233,13 @@ struct lib_api {
 };
 
 static const struct lib_api lib_default = {
-	srsv_config_init, srsv_ctx_create, srsv_ctx_destroy, srsv_ctx_space,
-	srsv_space_snapshot
+	srsv_config_init_sized, srsv_ctx_create, srsv_ctx_destroy,
+	srsv_ctx_space, srsv_space_snapshot
 };
 
 #ifdef SRSV_BENCH_UNTRACED
 static const struct lib_api lib_untraced = {
-	srsvu_config_init, srsvu_ctx_create, srsvu_ctx_destroy,
+	srsvu_config_init_sized, srsvu_ctx_create, srsvu_ctx_destroy,
 	srsvu_ctx_space, srsvu_space_snapshot
 };
 #endif
@@ -456,7 +456,7 @@ static int lib_setup(struct variant *v)
 	if (!o)
 		return -ENOMEM;
 	o->api = p->api;
-	ret = o->api->config_init(&cfg);
+	ret = o->api->config_init_sized(&cfg, sizeof(cfg));
 	if (ret)
 		goto fail;
 	cfg.flags = p->preempt ? 0 : SRSV_CTX_NO_PREEMPT;

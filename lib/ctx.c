@@ -49,19 +49,34 @@ static const enum srsv_flush_state default_evict[] = {
 /* The first layout of struct srsv_config: everything up to item_bytes. */
 #define CONFIG_MIN_SIZE offsetof(struct srsv_config, item_bytes)
 
-SRSV__EXPORT int srsv_config_init(struct srsv_config *cfg)
+/* The layout before cpu_cache_bytes: what srsv_config_init() fills. */
+#define CONFIG_V1_SIZE offsetof(struct srsv_config, cpu_cache_bytes)
+
+SRSV__EXPORT int srsv_config_init_sized(struct srsv_config *cfg, size_t size)
 {
-	if (!cfg)
+	struct srsv_config def;
+
+	if (!cfg || size < CONFIG_MIN_SIZE)
 		return -EINVAL;
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->size = sizeof(*cfg);
-	cfg->data_chunk_bytes = SZ_1G;
-	cfg->metadata_raid_factor = 1;
+	if (size > sizeof(def))
+		size = sizeof(def);
+	memset(&def, 0, sizeof(def));
+	def.size = size;
+	def.data_chunk_bytes = SZ_1G;
+	def.metadata_raid_factor = 1;
 	/* btrfs: 16 KiB nodes, 8 levels, times 2 for copy-on-write. */
-	cfg->item_bytes = UINT64_C(16384) * 8 * 2;
-	cfg->zone_bytes = SZ_256M;
-	cfg->delalloc_max_extent_bytes = SZ_128M;
+	def.item_bytes = UINT64_C(16384) * 8 * 2;
+	def.zone_bytes = SZ_256M;
+	def.delalloc_max_extent_bytes = SZ_128M;
+	/* Never more than the caller has: it may be an older layout. */
+	memcpy(cfg, &def, size);
 	return 0;
+}
+
+/* For programs built before srsv_config_init_sized(): their layout only. */
+SRSV__EXPORT int (srsv_config_init)(struct srsv_config *cfg)
+{
+	return srsv_config_init_sized(cfg, CONFIG_V1_SIZE);
 }
 
 static void set_states(struct srsv_state_array *arr,

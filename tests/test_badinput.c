@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +189,47 @@ static void teardown(void)
 
 START_TEST(test_config_init_bad)
 {
-	ck_assert_int_eq(srsv_config_init(NULL), -EINVAL);
+	struct srsv_config cfg;
+
+	/* The function itself: the macro's sizeof needs an object. */
+	ck_assert_int_eq((srsv_config_init)(NULL), -EINVAL);
+	ck_assert_int_eq(srsv_config_init_sized(NULL, sizeof(cfg)), -EINVAL);
+	/* Smaller than the first layout (up to item_bytes): refused. */
+	memset(&cfg, 0xa5, sizeof(cfg));
+	ck_assert_int_eq(srsv_config_init_sized(&cfg, sizeof(size_t)),
+			 -EINVAL);
+	ck_assert_uint_eq(cfg.flags, 0xa5a5a5a5u);
+}
+END_TEST
+
+/*
+ * A program built against a header before cpu_cache_bytes calls the
+ * function srsv_config_init(): it must write nothing past its layout, and
+ * srsv_ctx_create() must take the missing field as 0.
+ */
+START_TEST(test_config_older_layout)
+{
+	size_t old = offsetof(struct srsv_config, cpu_cache_bytes);
+	union {
+		struct srsv_config cfg;
+		unsigned char raw[sizeof(struct srsv_config) + 16];
+	} u;
+	struct srsv_ctx *ctx = NULL;
+
+	memset(&u, 0x5a, sizeof(u));
+	ck_assert_int_eq((srsv_config_init)(&u.cfg), 0);
+	ck_assert_uint_eq(u.cfg.size, old);
+	for (size_t i = old; i < sizeof(u.raw); i++)
+		ck_assert_uint_eq(u.raw[i], 0x5a);
+	u.cfg.pool_bytes[SRSV_POOL_METADATA] = 64 * MiB;
+	u.cfg.flags = MANUAL;
+	/* The tail past its size is garbage (0x5a...): never read. */
+	ck_assert_int_eq(srsv_ctx_create(&u.cfg, &ctx), 0);
+	srsv_ctx_destroy(ctx);
+	/* The macro passes the full size. */
+	ck_assert_int_eq(srsv_config_init(&u.cfg), 0);
+	ck_assert_uint_eq(u.cfg.size, sizeof(struct srsv_config));
+	ck_assert_uint_eq(u.cfg.cpu_cache_bytes, 0);
 }
 END_TEST
 
@@ -1729,6 +1770,7 @@ static Suite *badinput_suite(void)
 		tcase_add_checked_fixture(all[i], setup, teardown);
 
 	tcase_add_test(ctx, test_config_init_bad);
+	tcase_add_test(ctx, test_config_older_layout);
 	tcase_add_test(ctx, test_ctx_create_bad);
 	tcase_add_test(ctx, test_ctx_shutdown_bad);
 	tcase_add_test(ctx, test_ctx_destroy_null);

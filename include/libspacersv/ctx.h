@@ -114,23 +114,44 @@ struct srsv_config {
 	 *  this size while the pool is far from full (at least 4 batches per
 	 *  CPU left free), so that writers on several CPUs stop contending
 	 *  for one word.  A pool engages its caches the first time two CPUs
-	 *  race on its admission word; until then they cost nothing.  Up to 2 batches per CPU may sit unused in the
-	 *  caches; they go back to the pool before anything fails or waits
-	 *  for lack of space, and snapshots do not count them.  A cached
-	 *  release cannot tell an over-release from a lawful one unless it
-	 *  exceeds the pool's whole may_use.  0 (default): no caches.  At
-	 *  most 1 GiB. */
+	 *  race on its admission word; until then they cost nothing.  Up to
+	 *  2 batches per CPU may sit unused in the caches; they go back to
+	 *  the pool before anything fails or waits for lack of space, and
+	 *  snapshots do not count them.  A cached release, or allocation,
+	 *  cannot tell an over-release from a lawful one unless it exceeds
+	 *  the pool's whole may_use.  0 (default): no caches.  At most
+	 *  1 GiB (above: srsv_ctx_create() fails with -EINVAL). */
 	uint64_t cpu_cache_bytes;
 };
 
 /**
- * Fill @p cfg with defaults and set cfg->size.
+ * Fill the first @p size bytes of @p cfg with defaults and set cfg->size
+ * to @p size (or to the library's sizeof(struct srsv_config), if smaller:
+ * the fields it does not know must stay 0).  Called by srsv_config_init(),
+ * which passes sizeof(*cfg) as the caller's header knows it, so a program
+ * built against an older header never gets more written than it has.
+ * @param cfg the config to initialise
+ * @param size sizeof(struct srsv_config) as the caller knows it
+ * @retval 0 success
+ * @retval -EINVAL cfg is NULL, or @p size is smaller than the first
+ *         layout (up to item_bytes)
+ * @note Thread-safe (touches only @p cfg).
+ */
+int srsv_config_init_sized(struct srsv_config *cfg, size_t size);
+
+/**
+ * Fill @p cfg with defaults and set cfg->size.  A macro over
+ * srsv_config_init_sized(); the function of this name serves programs
+ * built against headers older than srsv_config_init_sized() and fills only
+ * their layout (up to, not including, cpu_cache_bytes).
  * @param cfg the config to initialise
  * @retval 0 success
  * @retval -EINVAL cfg is NULL
  * @note Thread-safe (touches only @p cfg).
  */
 int srsv_config_init(struct srsv_config *cfg);
+#define srsv_config_init(cfg) \
+	srsv_config_init_sized((cfg), sizeof(*(cfg)))
 
 /**
  * Create a ctx and, unless ::SRSV_CTX_MANUAL, its worker threads (async
