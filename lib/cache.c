@@ -90,7 +90,7 @@
 #if defined(__GLIBC__) && \
 	(__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
 	(defined(__x86_64__) || defined(__aarch64__)) && \
-	defined(__has_include)
+	(defined(__clang__) || __GNUC__ >= 11) && defined(__has_include)
 #if __has_include(<sys/rseq.h>)
 #include <sys/rseq.h>
 #define HAVE_RSEQ_AREA 1

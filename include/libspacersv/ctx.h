@@ -162,7 +162,8 @@ int srsv_config_init(struct srsv_config *cfg);
  * @retval 0 success
  * @retval -EINVAL NULL argument, cfg->size too small or too large for the
  *         fields it claims, unknown flag, a state array too long or naming
- *         an unknown state, or pool sizes whose sum overflows
+ *         an unknown state, pool sizes whose sum overflows, or
+ *         cpu_cache_bytes above 1 GiB
  * @retval -ENOMEM out of memory
  * @retval -EAGAIN a worker thread could not be started
  * @note Thread-safe.  On failure nothing is left allocated.
