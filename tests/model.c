@@ -999,8 +999,16 @@ int model_space_release(struct model *m, int pool, uint64_t bytes)
 		return -EINVAL;
 	if (!bytes)
 		return 0;
-	if (ctr_sub(&p->may_use, bytes))
+	if (ctr_sub(&p->may_use, bytes)) {
+		/*
+		 * The library grants after a refused release too (for an
+		 * instant its admission word looked full, and a ticket may
+		 * have queued then: lib/space.c), so tickets that already
+		 * fit are granted here as well.
+		 */
+		try_grant(m, p);
 		return -EINVAL;
+	}
 	try_grant(m, p);
 	return 0;
 }
