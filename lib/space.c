@@ -436,16 +436,13 @@ static int check_bytes(uint64_t bytes)
 	return bytes == 0 || bytes > SRSV_MAX_BYTES ? -EINVAL : 0;
 }
 
-SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
+/* Give back @bytes of may_use: through this CPU's cache, or the word. */
+static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 {
 	int ret;
 
-	if (!s || bytes > SRSV_MAX_BYTES)
-		return -EINVAL;
-	if (!bytes)
-		return 0;
 	if (srsv__cache_engaged(s, bytes)) {
-		ret = srsv__cache_put(s, bytes, false);
+		ret = srsv__cache_put(s, bytes, nowait);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
@@ -454,23 +451,22 @@ SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
 	 * Refused too: for an instant the pool looked full, and a
 	 * reservation may have queued a ticket on it.
 	 */
-	srsv__maybe_grant(s, false);
+	srsv__maybe_grant(s, nowait);
 	return ret;
+}
+
+SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
+{
+	if (!s || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	if (!bytes)
+		return 0;
+	return release(s, bytes, false);
 }
 
 int srsv__space_release_nowait(struct srsv_space *s, uint64_t bytes)
 {
-	int ret;
-
-	if (srsv__cache_engaged(s, bytes)) {
-		ret = srsv__cache_put(s, bytes, true);
-		if (ret)
-			return ret < 0 ? ret : 0;
-	}
-	ret = srsv__may_use_sub(s, bytes);
-
-	srsv__maybe_grant(s, true);
-	return ret;
+	return release(s, bytes, true);
 }
 
 /*
