@@ -23,28 +23,30 @@
 #include <string.h>
 
 #include "internal.h"
+#include "rsv_priv.h"
 #include "trace.h"
 
 #define SRSV__RSV_MAGIC 0x72737621u	/* "rsv!" */
+#define R(rsv) srsv__rsv_of(rsv)
 /* btrfs keeps 10% of the global reserve out of reach of stealing. */
 #define SRSV__GLOBAL_STEAL_KEEP_PERCENT 10
 
 static bool rsv_valid(const struct srsv_rsv *rsv)
 {
-	return rsv && rsv->magic == SRSV__RSV_MAGIC && rsv->space;
+	return rsv && R(rsv)->magic == SRSV__RSV_MAGIC && R(rsv)->space;
 }
 
 static struct srsv_ctx *rsv_ctx(const struct srsv_rsv *rsv)
 {
-	return rsv->space->ctx;
+	return R(rsv)->space->ctx;
 }
 
 static bool is_std(const struct srsv_rsv *rsv)
 {
 	struct srsv_ctx *ctx = rsv_ctx(rsv);
 
-	return rsv->type >= 0 && rsv->type < SRSV_RSV_TYPE_COUNT &&
-	       rsv == &ctx->std_rsv[rsv->type];
+	return R(rsv)->type >= 0 && R(rsv)->type < SRSV_RSV_TYPE_COUNT &&
+	       rsv == &ctx->std_rsv[R(rsv)->type];
 }
 
 /*
@@ -55,17 +57,17 @@ static bool is_std(const struct srsv_rsv *rsv)
  * heuristic reads the standard rsvs on the reservation fast path).
  * "full" is derived: reserved >= size.
  */
-_Static_assert(sizeof(((struct srsv_rsv *)0)->reserved) == sizeof(AO_t),
+_Static_assert(sizeof(((struct srsv__rsv *)0)->reserved) == sizeof(AO_t),
 	       "rsv counters are atomic words");
 
 static volatile AO_t *res_word(const struct srsv_rsv *rsv)
 {
-	return (volatile AO_t *)(uintptr_t)&rsv->reserved;
+	return (volatile AO_t *)(uintptr_t)&R(rsv)->reserved;
 }
 
 static volatile AO_t *size_word(const struct srsv_rsv *rsv)
 {
-	return (volatile AO_t *)(uintptr_t)&rsv->size;
+	return (volatile AO_t *)(uintptr_t)&R(rsv)->size;
 }
 
 static uint64_t rsv_reserved(const struct srsv_rsv *rsv)
@@ -88,7 +90,7 @@ static void rsv_set_size(struct srsv_rsv *rsv, uint64_t size)
 static void drained(struct srsv_rsv *rsv, uint64_t bytes)
 {
 	if (bytes && is_std(rsv))
-		AO_fetch_and_add(&rsv_ctx(rsv)->std_rsv_drained[rsv->type],
+		AO_fetch_and_add(&rsv_ctx(rsv)->std_rsv_drained[R(rsv)->type],
 				 (AO_t)bytes);
 }
 
@@ -141,31 +143,31 @@ int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type)
 	int ret;
 
 	memset(rsv, 0, sizeof(*rsv));
-	ret = -pthread_mutex_init(&rsv->lock, NULL);
+	ret = -pthread_mutex_init(&R(rsv)->lock, NULL);
 	if (ret)
 		return ret;
-	rsv->space = s;
-	rsv->type = type;
-	rsv->magic = SRSV__RSV_MAGIC;
+	R(rsv)->space = s;
+	R(rsv)->type = type;
+	R(rsv)->magic = SRSV__RSV_MAGIC;
 	return 0;
 }
 
 void srsv__rsv_teardown(struct srsv_rsv *rsv)
 {
-	pthread_mutex_destroy(&rsv->lock);
-	rsv->magic = 0;
+	pthread_mutex_destroy(&R(rsv)->lock);
+	R(rsv)->magic = 0;
 }
 
 static void rsv_lock(struct srsv_rsv *rsv)
 {
-	pthread_mutex_lock(&rsv->lock);
+	pthread_mutex_lock(&R(rsv)->lock);
 	srsv__lock_note(true);
 }
 
 /* NOWAIT callers: never sleeps. */
 static bool rsv_trylock(struct srsv_rsv *rsv)
 {
-	bool ok = srsv__mutex_trylock_spin(&rsv->lock);
+	bool ok = srsv__mutex_trylock_spin(&R(rsv)->lock);
 
 	if (ok)
 		srsv__lock_note(false);
@@ -176,7 +178,7 @@ static bool rsv_trylock(struct srsv_rsv *rsv)
 
 static void rsv_unlock(struct srsv_rsv *rsv)
 {
-	pthread_mutex_unlock(&rsv->lock);
+	pthread_mutex_unlock(&R(rsv)->lock);
 }
 
 /* btrfs_block_rsv_add_bytes(); rsv lock held. */
@@ -198,7 +200,7 @@ static int credit(struct srsv_rsv *rsv, uint64_t bytes, bool update_size,
 {
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		if (!rsv_trylock(rsv)) {
-			srsv__space_release_nowait(rsv->space, bytes);
+			srsv__space_release_nowait(R(rsv)->space, bytes);
 			return -EAGAIN;
 		}
 	} else {
@@ -281,8 +283,8 @@ SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
 	if (!bytes)
 		return 0;
 	/* Keeps a wait's shutdown count while we credit (internal.h). */
-	srsv__outer_begin(rsv->space->ctx);
-	ret = srsv_space_reserve(rsv->space, bytes, mode, flags);
+	srsv__outer_begin(R(rsv)->space->ctx);
+	ret = srsv_space_reserve(R(rsv)->space, bytes, mode, flags);
 	if (!ret)
 		ret = credit(rsv, bytes, true, flags);
 	srsv__trace_rsv(rsv, SRSV__RSV_ADD, bytes, ret);
@@ -312,8 +314,8 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	if (!missing)
 		return 0;
 	/* Keeps a wait's shutdown count while we credit (internal.h). */
-	srsv__outer_begin(rsv->space->ctx);
-	ret = srsv_space_reserve(rsv->space, missing, mode, flags);
+	srsv__outer_begin(R(rsv)->space->ctx);
+	ret = srsv_space_reserve(R(rsv)->space, missing, mode, flags);
 	if (!ret)
 		ret = credit(rsv, missing, false, flags);
 	srsv__trace_rsv(rsv, SRSV__RSV_REFILL, missing, ret);
@@ -338,7 +340,7 @@ SRSV__EXPORT int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
 	int ret;
 
 	if (!rsv_valid(src) || !rsv_valid(dst) || src == dst ||
-	    src->space != dst->space || bytes > SRSV_MAX_BYTES)
+	    R(src)->space != R(dst)->space || bytes > SRSV_MAX_BYTES)
 		return -EINVAL;
 	ret = use_bytes(src, bytes);
 	if (!ret)
@@ -368,14 +370,14 @@ static struct srsv_rsv *spill_target(struct srsv_rsv *rsv)
 	struct srsv_rsv *delrefs = &ctx->std_rsv[SRSV_RSV_DELREFS];
 	struct srsv_rsv *target = NULL;
 
-	if (rsv->type == SRSV_RSV_DELOPS) {
+	if (R(rsv)->type == SRSV_RSV_DELOPS) {
 		target = ctx->std_rsv_ready[SRSV_RSV_GLOBAL] ? global : NULL;
 	} else if (rsv != global && ctx->std_rsv_ready[SRSV_RSV_DELREFS] &&
 		   rsv != delrefs) {
 		/* The full test is repeated under its lock when spilling. */
 		target = delrefs;
 	}
-	if (target && target->space != rsv->space)
+	if (target && R(target)->space != R(rsv)->space)
 		target = NULL;
 	return target;
 }
@@ -429,7 +431,7 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 			srsv__trace_rsv(target, SRSV__RSV_SPILL, spilled, 0);
 	}
 	if (excess > spilled)
-		srsv_space_release(rsv->space, excess - spilled);
+		srsv_space_release(R(rsv)->space, excess - spilled);
 	return 0;
 }
 
@@ -472,7 +474,7 @@ SRSV__EXPORT int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx,
 	if (!ctx || bytes > SRSV_MAX_BYTES || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL])
 		return -EINVAL;
 	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
-	s = global->space;
+	s = R(global)->space;
 	srsv__lock(&s->lock);
 	rsv_lock(global);
 	rsv_set_size(global, bytes);
@@ -492,7 +494,7 @@ bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t)
 
 	srsv__assert_held(&s->lock);
 	if (!t->steal || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL] ||
-	    global->space != s)
+	    R(global)->space != s)
 		return false;
 	rsv_lock(global);
 	keep = srsv__mult_perc(rsv_size(global), SRSV__GLOBAL_STEAL_KEEP_PERCENT);
@@ -530,7 +532,7 @@ SRSV__EXPORT int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
 	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
 	rsv_lock(rsv);
 	size = rsv_size(rsv);
-	failfast = rsv->failfast;
+	failfast = R(rsv)->failfast;
 	rsv_unlock(rsv);
 	if (size == 0)
 		goto try_reserve;
@@ -543,20 +545,20 @@ again:
 		return ret;
 	if (rsv == global && !global_updated) {
 		global_updated = true;
-		srsv__lock(&rsv->space->lock);
-		global_settle(ctx, rsv->space);
-		srsv__unlock(&rsv->space->lock);
+		srsv__lock(&R(rsv)->space->lock);
+		global_settle(ctx, R(rsv)->space);
+		srsv__unlock(&R(rsv)->space->lock);
 		srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_GLOBAL_REFILL, bytes, 0);
 		goto again;
 	}
 try_reserve:
-	ret = srsv_space_reserve(rsv->space, bytes, SRSV_NO_FLUSH, 0);
+	ret = srsv_space_reserve(R(rsv)->space, bytes, SRSV_NO_FLUSH, 0);
 	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_NO_FLUSH, bytes, ret);
 	if (!ret)
 		goto out;
 	/* The pool is short: borrow from the global reserve if it is ours. */
 	if (rsv != global && ctx->std_rsv_ready[SRSV_RSV_GLOBAL] &&
-	    global->space == rsv->space) {
+	    R(global)->space == R(rsv)->space) {
 		ret = use_bytes(global, bytes);
 		srsv__trace_rsv(global, SRSV__RSV_FALLBACK_FROM_GLOBAL, bytes, ret);
 		if (!ret) {
@@ -569,9 +571,9 @@ try_reserve:
 	 * physically fit, take them rather than fail the engine's operation.
 	 * (A data pool has no emergency mode: btrfs's chain is metadata's.)
 	 */
-	if (rsv->space->is_data && !rsv->space->is_metadata)
+	if (R(rsv)->space->is_data && !R(rsv)->space->is_metadata)
 		return -ENOSPC;
-	ret = srsv_space_reserve(rsv->space, bytes, SRSV_FLUSH_EMERGENCY, 0);
+	ret = srsv_space_reserve(R(rsv)->space, bytes, SRSV_FLUSH_EMERGENCY, 0);
 	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_EMERGENCY, bytes, ret);
 	if (ret)
 		return ret;
@@ -586,7 +588,7 @@ SRSV__EXPORT int srsv_rsv_set_failfast(struct srsv_rsv *rsv, bool failfast)
 	if (!rsv_valid(rsv))
 		return -EINVAL;
 	rsv_lock(rsv);
-	rsv->failfast = failfast;
+	R(rsv)->failfast = failfast;
 	rsv_unlock(rsv);
 	return 0;
 }
@@ -599,9 +601,9 @@ SRSV__EXPORT int srsv_rsv_get_info(struct srsv_rsv *rsv,
 	rsv_lock(rsv);
 	info->size = rsv_size(rsv);
 	info->reserved = rsv_reserved(rsv);
-	info->type = rsv->type;
+	info->type = R(rsv)->type;
 	info->full = info->reserved >= info->size;
-	info->failfast = rsv->failfast;
+	info->failfast = R(rsv)->failfast;
 	rsv_unlock(rsv);
 	return 0;
 }

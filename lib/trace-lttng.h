@@ -24,6 +24,7 @@
 
 /* internal.h does not include trace.h: no cycle. */
 #include "internal.h"
+#include "rsv_priv.h"
 #include "spacersv_tp.h"
 
 /* The ctx of a pool as a trace identifier (0 for NULL, refused input). */
@@ -190,9 +191,9 @@ SRSV__TP_COLD void srsv__tp_rsv(const struct srsv_rsv *rsv, int op,
 				uint64_t bytes, int ret)
 {
 	lttng_ust_do_tracepoint(spacersv, rsv,
-				rsv ? srsv__tp_ctx(rsv->space) : 0,
-				rsv ? srsv__tp_pool(rsv->space) : -1,
-				(uint64_t)(uintptr_t)rsv, rsv ? rsv->type : -1,
+				rsv ? srsv__tp_ctx(srsv__rsv_of(rsv)->space) : 0,
+				rsv ? srsv__tp_pool(srsv__rsv_of(rsv)->space) : -1,
+				(uint64_t)(uintptr_t)rsv, rsv ? srsv__rsv_of(rsv)->type : -1,
 				op, bytes, ret);
 }
 

@@ -23,6 +23,7 @@
 #include <check.h>
 
 #include "internal.h"	/* srsv__delalloc_fault, srsv__quota_lock_ptr */
+#include "rsv_priv.h"	/* the rsv lock */
 
 /* The fallible steps, as lib/delalloc.c numbers them: reserve, then
  * finish and release. */
@@ -963,7 +964,7 @@ START_TEST(test_nowait_rsv_lock_held)
 
 	ck_assert_int_eq(srsv_quota_create(fx->ctx, 1, 32 * MIB, &q), 0);
 	before = state_of(fx, q);
-	h.mutex = &fx->rsv->lock;
+	h.mutex = &srsv__rsv_of(fx->rsv)->lock;
 	hold_start(&h);
 	stats_reset();
 	ret = srsv_delalloc_reserve(fx->ctx, q, 64 * KIB,

@@ -13,6 +13,7 @@
 #include <libspacersv/spacersv.h>
 
 #include "engine_sim.h"
+#include "rsv_priv.h"	/* the rsv lock, for the NOWAIT test */
 
 #define KiB ESIM_KIB
 #define MiB ESIM_MIB
@@ -576,10 +577,10 @@ START_TEST(test_nowait_add_busy_lock)
 	ck_assert_int_eq(srsv_rsv_init(&rsv, meta, SRSV_RSV_TEMP), 0);
 	/* Another thread holds the rsv lock: NOWAIT answers -EAGAIN and
 	 * gives the pool bytes back. */
-	pthread_mutex_lock(&rsv.lock);
+	pthread_mutex_lock(&srsv__rsv_of(&rsv)->lock);
 	ck_assert_int_eq(srsv_rsv_add(&rsv, MiB, SRSV_NO_FLUSH,
 				      SRSV_RESERVE_NOWAIT), -EAGAIN);
-	pthread_mutex_unlock(&rsv.lock);
+	pthread_mutex_unlock(&srsv__rsv_of(&rsv)->lock);
 	ck_assert_uint_eq(may_use(meta), 0);
 	ASSERT_RSV(&rsv, 0, 0, true);
 	/* A full pool is -EAGAIN too, never -ENOSPC. */

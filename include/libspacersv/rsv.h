@@ -12,8 +12,6 @@
 #ifndef LIBSPACERSV_RSV_H
 #define LIBSPACERSV_RSV_H
 
-#include <pthread.h>
-
 #include <libspacersv/types.h>
 
 #ifdef __cplusplus
@@ -34,27 +32,22 @@ enum srsv_rsv_type {
 	SRSV_RSV_TYPE_COUNT = 9
 };
 
+/** Number of 64-bit words of an rsv's private storage. */
+#define SRSV_RSV_WORDS 16
+
 /**
- * A block reservation.  Callers may embed it; initialise with
- * srsv_rsv_init() and tear down with srsv_rsv_destroy().  Every field is
- * private: read them with srsv_rsv_get_info().  size and reserved are
- * atomic words (srsv_rsv_use() takes no lock).
+ * A block reservation.  Callers may embed it (stack, heap or their own
+ * structs); initialise with srsv_rsv_init() and tear down with
+ * srsv_rsv_destroy().  Its storage is private (as a ticket's): read it with
+ * srsv_rsv_get_info().  Its size, not its layout, is part of the ABI.
  */
 struct srsv_rsv {
-	/** private: protects the fields below */
-	pthread_mutex_t lock;
-	/** private: pool the bytes are counted in */
-	struct srsv_space *space;
-	/** private: target size */
-	uint64_t size;
-	/** private: bytes held (part of the pool's may_use) */
-	uint64_t reserved;
-	/** private: ::srsv_rsv_type */
-	int type;
-	/** private: fail use at once instead of falling back */
-	bool failfast;
-	/** private: set by srsv_rsv_init() */
-	uint32_t magic;
+	/** private */
+	union {
+		uint64_t words[SRSV_RSV_WORDS];
+		void *align_ptr;
+		long double align_ld;
+	} priv;
 };
 
 /**
