@@ -22,9 +22,13 @@
 #ifndef LIBSPACERSV_SPACERSV_H
 #define LIBSPACERSV_SPACERSV_H
 
-#define SRSV_VERSION_MAJOR 0	/**< major version */
-#define SRSV_VERSION_MINOR 1	/**< minor version */
-#define SRSV_VERSION_PATCH 0	/**< patch version */
+/*
+ * The version of these headers.  meson's project version is the one source;
+ * the library's build fails (lib/version.c) when these differ from it.
+ */
+#define SRSV_VERSION_MAJOR 0	/**< major version of the headers */
+#define SRSV_VERSION_MINOR 1	/**< minor version of the headers */
+#define SRSV_VERSION_PATCH 0	/**< patch version of the headers */
 
 /** Largest size the library accepts for one request or one pool (4 EiB). */
 #define SRSV_MAX_BYTES (UINT64_C(1) << 62)
@@ -37,5 +41,22 @@
 #include <libspacersv/quota.h>
 #include <libspacersv/delalloc.h>
 #include <libspacersv/zoned.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * The version of the library that is running, as "MAJOR.MINOR.PATCH": it
+ * may be newer than the headers the caller was compiled with (compare with
+ * ::SRSV_VERSION_MAJOR and its siblings).
+ * @return a static string; never NULL
+ * @note Thread-safe; the string lives as long as the process.
+ */
+const char *srsv_version(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* LIBSPACERSV_SPACERSV_H */

@@ -78,9 +78,9 @@ int main(void)
 			(unsigned long long)after, (unsigned long long)MIB);
 		return 1;
 	}
-	printf("consumer ok: libspacersv %d.%d.%d, reserved and released "
-	       "%llu bytes of %s\n", SRSV_VERSION_MAJOR, SRSV_VERSION_MINOR,
-	       SRSV_VERSION_PATCH, (unsigned long long)MIB,
-	       srsv_pool_name(SRSV_POOL_METADATA));
+	printf("consumer ok: libspacersv %s (headers %d.%d.%d), reserved "
+	       "and released %llu bytes of %s\n", srsv_version(),
+	       SRSV_VERSION_MAJOR, SRSV_VERSION_MINOR, SRSV_VERSION_PATCH,
+	       (unsigned long long)MIB, srsv_pool_name(SRSV_POOL_METADATA));
 	return 0;
 }
