@@ -151,6 +151,19 @@ void sfs__free_pages(struct sinode *ino)
 	ino->nr_pages = 0;
 }
 
+uint64_t sfs__delalloc_pages(const struct sinode *ino)
+{
+	uint64_t n = 0;
+
+	if (!ino->nr_pages)
+		return 0;
+	for (size_t i = 0; i < ino->pht_size; i++)
+		for (struct page *p = ino->pht[i]; p; p = p->hnext)
+			if (!sfs__alloc_test(ino, p->index))
+				n++;
+	return n;
+}
+
 /* Pages of [first, last] that are not in the cache. */
 static uint64_t count_missing(struct sinode *ino, uint64_t first,
 			      uint64_t last)

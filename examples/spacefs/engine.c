@@ -858,25 +858,37 @@ int sfs_unmount(struct sfs *fs, FILE *report)
 
 int sfs_statfs(struct sfs *fs, struct statvfs *st)
 {
-	struct srsv_space_info di = empty_info;
+	struct srsv_space_info di = empty_info, mi = empty_info;
 	struct statvfs b;
-	uint64_t busy, avail;
+	uint64_t busy, avail, unalloc, meta_free, leaves;
 
 	if (fstatvfs(fs->dirfd, &b))
 		return -errno;
 	srsv_space_snapshot(fs->data, &di, NULL, 0, NULL);
-	busy = di.used + di.reserved + di.pinned + di.may_use + di.readonly;
-	avail = srsv_ctx_unallocated(fs->ctx) +
-		(di.total > busy ? di.total - busy : 0);
+	srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL);
+	/* Pinned data is free space: a write that needs it gets it, because
+	 * a waiting data ticket commits (btrfs_statfs() counts bytes_used
+	 * only, so df on btrfs shows pinned extents as free too). */
+	busy = di.used + di.reserved + di.may_use + di.readonly;
+	unalloc = srsv_ctx_unallocated(fs->ctx);
+	avail = unalloc + (di.total > busy ? di.total - busy : 0);
 	memset(st, 0, sizeof(*st));
 	st->f_bsize = SFS_PAGE;
 	st->f_frsize = SFS_PAGE;
 	st->f_blocks = fs->cfg.capacity / SFS_PAGE;
 	st->f_bfree = avail / SFS_PAGE;
 	st->f_bavail = avail / SFS_PAGE;
-	st->f_files = b.f_files;
-	st->f_ffree = b.f_ffree;
-	st->f_favail = b.f_favail;
+	/* Inodes are spacefs's own: each costs one leaf of metadata, so the
+	 * free ones are what the metadata pool and the unallocated space
+	 * can still hold (btrfs, which has no inode table, reports 0). */
+	busy = mi.used + mi.reserved + mi.pinned + mi.may_use + mi.readonly;
+	meta_free = unalloc + (mi.total > busy ? mi.total - busy : 0);
+	pthread_mutex_lock(&fs->trans_lock);
+	leaves = fs->nr_leaves;
+	pthread_mutex_unlock(&fs->trans_lock);
+	st->f_ffree = meta_free / SFS_NODE;
+	st->f_favail = st->f_ffree;
+	st->f_files = leaves + st->f_ffree;
 	st->f_namemax = b.f_namemax;
 	return 0;
 }

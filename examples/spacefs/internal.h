@@ -216,6 +216,10 @@ void sfs__writeback_inode(struct sfs *fs, struct sinode *ino);
  * flight.  The file is being deleted.  Caller guarantees no writers. */
 void sfs__drop_inode_cache(struct sfs *fs, struct sinode *ino);
 void sfs__free_pages(struct sinode *ino);
+/* Dirty pages without a block yet (delayed allocation): what st_blocks
+ * adds, as ext4 and btrfs count delalloc in i_blocks.  Caller holds
+ * ino->lock. */
+uint64_t sfs__delalloc_pages(const struct sinode *ino);
 
 /* ---- ns.c ---- */
 struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,

@@ -427,6 +427,8 @@ int sfs_getattr(struct sfs *fs, const char *path, struct stat *st)
 	pthread_rwlock_rdlock(&n->lock);
 	if (n->loaded) {
 		st->st_size = (off_t)n->size;
+		st->st_blocks += (blkcnt_t)(sfs__delalloc_pages(n) *
+					    (SFS_PAGE / 512));
 		if (n->mtime_set)
 			st->st_mtim = n->mtime;
 	}
@@ -448,6 +450,7 @@ int sfs_fgetattr(struct sfs *fs, struct sfs_file *f, struct stat *st)
 		return -err;
 	}
 	st->st_size = (off_t)n->size;
+	st->st_blocks += (blkcnt_t)(sfs__delalloc_pages(n) * (SFS_PAGE / 512));
 	if (n->mtime_set)
 		st->st_mtim = n->mtime;
 	pthread_rwlock_unlock(&n->lock);

@@ -4,14 +4,16 @@
  *
  *   spacefs MOUNTPOINT -o backing=DIR[,capacity=1G][,meta=16M][,cache=64M]
  *           [,preempt=0|1][,commit=SECS][,tenant=NAME:SIZE]...[,trace=FILE]
- *           [-f] [-s] [-d]
+ *           [,log=FILE] [-f] [-s] [-d]
+ *   spacefs --unmount MOUNTPOINT
  *
  * A passthrough over DIR with a fixed capacity, its own write-back cache
  * and btrfs's space reservation (engine.c, cache.c, ns.c; the design is in
  * docs/spacefs.md).  This file is the FUSE glue: the high-level API, a
  * multi-threaded loop, and the control file /.spacefs (read it for the
  * library's snapshot, queued tickets included; write "sync", "commit",
- * "check" or "preempt=0|1" to it).
+ * "check" or "preempt=0|1" to it).  The control file is found by name but
+ * not listed, so cp -a and tar of the mount root do not copy it.
  *
  * NOWAIT: the kernel does not forward RWF_NOWAIT to a FUSE server (FUSE
  * files do not accept it: pwritev2() fails with EOPNOTSUPP before the
@@ -22,7 +24,10 @@
  *
  * On unmount the cache is written back, the transaction committed and the
  * pools compared with the engine's view; the exit status is 1 if they
- * differ.
+ * differ, and the result goes to stderr, log=FILE or (a daemon without
+ * log=) syslog.  The kernel does not wait for a /dev/fuse daemon at
+ * unmount (FUSE_DESTROY is synchronous only on fuseblk), so
+ * "spacefs --unmount" unmounts, waits for the daemon and prints its result.
  */
 #define FUSE_USE_VERSION 31
 
@@ -35,6 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <libspacersv/spacersv.h>
@@ -49,6 +59,8 @@
 #define MAX_WRITE (1024 * 1024)
 
 static struct sfs *g_fs;
+/* log=FILE, made absolute before fuse_daemonize() changes directory. */
+static char *g_log_path;
 
 /* What fi->fh points at. */
 struct handle {
@@ -174,6 +186,23 @@ static int op_utimens(const char *path, const struct timespec ts[2],
 	return is_control(path) ? 0 : sfs_utimens(g_fs, path, ts);
 }
 
+/* The daemon's own lines: its pid and log, which "spacefs --unmount"
+ * reads to wait for the end of the unmount and report its result. */
+static int snapshot_add_daemon(struct handle *h)
+{
+	const char *log = g_log_path ? g_log_path : "-";
+	size_t extra = strlen(log) + 64;
+	char *p = realloc(h->snap, h->snap_len + extra);
+
+	if (!p)
+		return -ENOMEM;
+	h->snap = p;
+	h->snap_len += (size_t)snprintf(p + h->snap_len, extra,
+					"pid %ld\nlog %s\n", (long)getpid(),
+					log);
+	return 0;
+}
+
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = calloc(1, sizeof(*h));
@@ -185,11 +214,14 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		/* The snapshot is taken at open, read with direct I/O (its
 		 * size is not known to the kernel). */
 		ret = sfs_snapshot(g_fs, &h->snap, &h->snap_len);
+		if (!ret)
+			ret = snapshot_add_daemon(h);
 		fi->direct_io = 1;
 	} else {
 		ret = sfs_open(g_fs, path, fi->flags, &h->file);
 	}
 	if (ret) {
+		free(h->snap);
 		free(h);
 		return ret;
 	}
@@ -311,15 +343,27 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 			break;
 	}
 	closedir(d);
-	if (!strcmp(path, "/")) {
-		struct stat st;
-
-		memset(&st, 0, sizeof(st));
-		st.st_ino = CONTROL_INO;
-		st.st_mode = S_IFREG;
-		filler(buf, SFS_CONTROL_NAME, &st, 0, 0);
-	}
+	/* The control file is not listed: cp -a, rsync and tar of the mount
+	 * root must not copy it (writing a copy back would run it as a
+	 * command).  It is found by name, as /proc/self is not in ls /. */
 	return 0;
+}
+
+/* fsync() of a directory: the kernel forwards it (FUSE_FSYNCDIR), unlike
+ * sync(2) and syncfs(2), which never reach a /dev/fuse server (the kernel's
+ * fuse_sync_fs() sends FUSE_SYNCFS only where fc->sync_fs is set: virtiofs).
+ * On the mount root ("sync MOUNTPOINT" with coreutils, which fsync()s its
+ * arguments) it writes everything back and commits; on another directory
+ * it commits: its entries are in the transaction, as a journal commit is
+ * what fsync of a directory does on ext4. */
+static int op_fsyncdir(const char *path, int datasync,
+		       struct fuse_file_info *fi)
+{
+	(void)datasync;
+	(void)fi;
+	if (!strcmp(path, "/"))
+		return sfs_sync(g_fs);
+	return sfs_control(g_fs, "commit", 6);
 }
 
 static int op_access(const char *path, int mask)
@@ -355,13 +399,14 @@ static const struct fuse_operations ops = {
 	.release = op_release,
 	.fsync = op_fsync,
 	.readdir = op_readdir,
+	.fsyncdir = op_fsyncdir,
 	.access = op_access,
 };
 
 /* ---- options ---- */
 
 struct options {
-	char *backing, *capacity, *meta, *cache, *trace;
+	char *backing, *capacity, *meta, *cache, *trace, *log;
 	int preempt;
 	int commit;
 	int help;
@@ -378,6 +423,7 @@ static const struct fuse_opt spec[] = {
 	OPT("meta=%s", meta),
 	OPT("cache=%s", cache),
 	OPT("trace=%s", trace),
+	OPT("log=%s", log),
 	OPT("preempt=%d", preempt),
 	OPT("commit=%d", commit),
 	FUSE_OPT_KEY("tenant=", KEY_TENANT),
@@ -434,9 +480,13 @@ static void usage(const char *prog)
 	       "  -o commit=SECS        periodic commit, 0 = off (default 30)\n"
 	       "  -o tenant=NAME:SIZE   quota of top-level directory NAME (repeatable)\n"
 	       "  -o trace=FILE         log flushes, commits, chunks and refusals\n"
+	       "  -o log=FILE           daemon messages and the unmount accounting\n"
+	       "                        result (default: stderr with -f, else syslog)\n"
 	       "\n"
-	       "Sizes take k, M, G suffixes.  Control file: MOUNTPOINT/%s.\n\n",
-	       prog, SFS_CONTROL_NAME);
+	       "Sizes take k, M, G suffixes.  Control file: MOUNTPOINT/%s.\n"
+	       "%s --unmount MOUNTPOINT unmounts, waits until everything is\n"
+	       "written back and committed, and prints the accounting result.\n\n",
+	       prog, SFS_CONTROL_NAME, prog);
 }
 
 static int parse_sizes(struct options *o, struct sfs_config *cfg)
@@ -456,6 +506,141 @@ static int parse_sizes(struct options *o, struct sfs_config *cfg)
 	return 0;
 }
 
+/* ---- the unmount result ---- */
+
+#define UNMOUNT_MARK "spacefs: unmount of pid "
+
+/* Where the unmount's check goes: the log (or stderr with -f), or, for a
+ * daemon without log=, syslog line by line. */
+static int unmount_report(bool use_syslog)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int status;
+
+	if (!use_syslog) {
+		fprintf(stderr, UNMOUNT_MARK "%ld: writing back, committing, "
+			"checking\n", (long)getpid());
+		status = sfs_unmount(g_fs, stderr);
+		fprintf(stderr, UNMOUNT_MARK "%ld: done, status %d\n",
+			(long)getpid(), status ? 1 : 0);
+		fflush(stderr);
+		return status;
+	}
+	mem = open_memstream(&text, &len);
+	status = sfs_unmount(g_fs, mem);
+	if (mem)
+		fclose(mem);
+	for (char *line = text, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		else
+			nl = line + strlen(line);
+		syslog(status ? LOG_ERR : LOG_INFO, "%s", line);
+	}
+	free(text);
+	return status;
+}
+
+/* "spacefs --unmount MOUNTPOINT": unmount, wait for the daemon to finish
+ * writeback, commit and check (the kernel sends FUSE_DESTROY and waits for
+ * it only on fuseblk mounts, so fusermount3 -u returns before the daemon
+ * is done), then print its result from its log.  Exit status: 0 if the
+ * accounting was OK, 1 if not or if it cannot be told. */
+static int unmount_main(const char *mnt)
+{
+	char path[4096], line[4096 + 8], log[4096] = "-";
+	char mark[64];
+	long pid = 0;
+	int pidfd, status, ok = 0, seen = 0;
+	struct pollfd pfd;
+	pid_t child;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", mnt, SFS_CONTROL_NAME);
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "spacefs: %s: %s (not a spacefs mount?)\n",
+			path, strerror(errno));
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "pid ", 4))
+			pid = strtol(line + 4, NULL, 10);
+		else if (!strncmp(line, "log ", 4) &&
+			 sscanf(line + 4, "%4095[^\n]", log) != 1)
+			strcpy(log, "-");
+	}
+	fclose(f);
+	if (pid <= 0) {
+		fprintf(stderr, "spacefs: no daemon pid in %s\n", path);
+		return 1;
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (pidfd < 0) {
+		fprintf(stderr, "spacefs: pidfd_open(%ld): %s\n", pid,
+			strerror(errno));
+		return 1;
+	}
+	child = fork();
+	if (child == 0) {
+		execlp("fusermount3", "fusermount3", "-u", mnt, (char *)NULL);
+		/* No fusermount3: root can unmount directly. */
+		_exit(umount2(mnt, 0) ? 1 : 0);
+	}
+	if (child < 0 || waitpid(child, &status, 0) != child ||
+	    !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "spacefs: unmounting %s failed\n", mnt);
+		close(pidfd);
+		return 1;
+	}
+	pfd.fd = pidfd;
+	pfd.events = POLLIN;
+	while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	if (!strcmp(log, "-")) {
+		printf("spacefs: daemon %ld finished (its result is in syslog)\n",
+		       pid);
+		return 0;
+	}
+	f = fopen(log, "r");
+	if (!f) {
+		fprintf(stderr, "spacefs: %s: %s\n", log, strerror(errno));
+		return 1;
+	}
+	snprintf(mark, sizeof(mark), UNMOUNT_MARK "%ld: ", pid);
+	/* The lines of the last unmount of this pid. */
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, mark, strlen(mark)) &&
+		    strstr(line, "writing back")) {
+			seen = 1;
+			ok = 0;
+			continue;
+		}
+		if (!seen)
+			continue;
+		if (!strncmp(line, mark, strlen(mark))) {
+			seen = 2;
+			continue;
+		}
+		if (seen == 1 && !strncmp(line, "spacefs: accounting", 19)) {
+			fputs(line, stdout);
+			if (!strncmp(line, "spacefs: accounting OK", 22))
+				ok = 1;
+		}
+	}
+	fclose(f);
+	if (seen != 2) {
+		fprintf(stderr, "spacefs: daemon %ld ended without an unmount "
+			"result in %s\n", pid, log);
+		return 1;
+	}
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -464,8 +649,11 @@ int main(int argc, char **argv)
 	struct options o;
 	struct fuse *fuse = NULL;
 	struct fuse_session *se;
-	int ret = 1, loop, status;
+	int ret = 1, loop, status, log_fd = -1;
+	bool use_syslog = false;
 
+	if (argc == 3 && !strcmp(argv[1], "--unmount"))
+		return unmount_main(argv[2]);
 	sfs_config_init(&cfg);
 	memset(&o, 0, sizeof(o));
 	memset(&copts, 0, sizeof(copts));
@@ -502,9 +690,30 @@ int main(int argc, char **argv)
 		goto out_cmdline;
 	if (fuse_mount(fuse, copts.mountpoint))
 		goto out_destroy;
+	if (o.log) {
+		log_fd = open(o.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+			      0644);
+		g_log_path = log_fd >= 0 ? realpath(o.log, NULL) : NULL;
+		if (!g_log_path) {
+			fprintf(stderr, "spacefs: log %s: %s\n", o.log,
+				strerror(errno));
+			goto out_unmount;
+		}
+	}
 	/* The library starts threads: after the fork of daemonize. */
 	if (fuse_daemonize(copts.foreground))
 		goto out_unmount;
+	if (log_fd >= 0) {
+		/* daemonize pointed stdout and stderr at /dev/null */
+		dup2(log_fd, STDOUT_FILENO);
+		dup2(log_fd, STDERR_FILENO);
+		close(log_fd);
+		log_fd = -1;
+		setvbuf(stdout, NULL, _IOLBF, 0);
+	} else if (!copts.foreground) {
+		use_syslog = true;
+		openlog("spacefs", LOG_PID, LOG_DAEMON);
+	}
 	ret = sfs_mount(&cfg, &g_fs);
 	if (ret) {
 		fprintf(stderr, "spacefs: mount: %s\n", strerror(-ret));
@@ -524,7 +733,7 @@ int main(int argc, char **argv)
 	ret = loop ? 1 : 0;
 out_fs:
 	fuse_unmount(fuse);
-	status = sfs_unmount(g_fs, stderr);
+	status = unmount_report(use_syslog);
 	g_fs = NULL;
 	if (status)
 		ret = 1;
@@ -535,6 +744,8 @@ out_unmount:
 out_destroy:
 	fuse_destroy(fuse);
 out_cmdline:
+	if (log_fd >= 0)
+		close(log_fd);
 	free(copts.mountpoint);
 out_args:
 	fuse_opt_free_args(&args);
@@ -543,5 +754,7 @@ out_args:
 	free(o.meta);
 	free(o.cache);
 	free(o.trace);
+	free(o.log);
+	free(g_log_path);
 	return ret;
 }

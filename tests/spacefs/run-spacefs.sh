@@ -18,6 +18,13 @@
 #   quota      tenant a stops at its limit with EDQUOT while tenant b keeps
 #              writing; deleting in a frees its quota; rename across
 #              tenants is EXDEV.
+#   usability  what ordinary tools expect: du and st_blocks count dirty
+#              data, df counts a deleted file's pinned blocks as free, an
+#              fsync of a directory ("sync MOUNTPOINT") commits, df -i shows
+#              spacefs's inodes, the control file is not listed and cp -a
+#              of the mount root round-trips, and in daemon mode the
+#              unmount result lands in the log and "spacefs --unmount"
+#              returns only after writeback.
 #   nowait     NOWAIT writes (RWF_NOWAIT where the kernel forwards it, the
 #              O_NONBLOCK descriptor where it does not) get EAGAIN, never
 #              ENOSPC or EDQUOT, when the cache is full, when the file system
@@ -315,7 +322,123 @@ scenario_nowait() {
 	echo "PASS: nowait"
 }
 
+# alive PID: running (a zombie whose parent has not reaped it yet is not).
+alive() {
+	local state
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# df_avail: available bytes as df shows them.
+df_avail() {
+	df -B1 --output=avail "$MNT" | tail -n 1 | tr -d ' '
+}
+
+scenario_usability() {
+	local blocks du avail0 avail1 iused ifree copy=$WORK/copy src=$WORK/src
+	local dpid out
+	# No periodic commit: only what the tools do commits.
+	mount_fs "capacity=256M,meta=8M,cache=64M,commit=0,preempt=0"
+	control sync
+
+	# Delayed allocation counts in st_blocks and du, as on ext4 and btrfs.
+	run dd if=/dev/urandom of="$MNT/dirty" bs=1M count=8 status=none ||
+		fail "dd"
+	[ "$(ctl dirty_bytes)" -ge $((8 << 20)) ] || fail "the data is not dirty"
+	blocks=$(stat -c %b "$MNT/dirty")
+	[ "$blocks" -ge $((8 << 20 >> 9)) ] ||
+		fail "st_blocks $blocks of a file with 8 MiB dirty"
+	du=$(du -B1 "$MNT/dirty" | cut -f1)
+	[ "$du" -ge $((8 << 20)) ] || fail "du says $du of 8 MiB dirty"
+	echo "dirty 8 MiB: st_blocks $blocks, du $du"
+
+	# rm frees at once in df (pinned until the commit, but a write that
+	# needs it commits); "sync MOUNTPOINT" commits.
+	run sync "$MNT/dirty" || fail "sync FILE"
+	[ "$(ctl dirty_bytes)" = 0 ] || fail "dirty after fsync"
+	avail0=$(df_avail)
+	run rm "$MNT/dirty" || fail "rm"
+	avail1=$(df_avail)
+	[ "$(ctl data.pinned)" = $((8 << 20)) ] || fail "data.pinned $(ctl data.pinned) after rm"
+	[ "$avail1" -ge $((avail0 + (8 << 20))) ] ||
+		fail "df available $avail0 -> $avail1 after deleting 8 MiB"
+	echo "rm of 8 MiB: df available $avail0 -> $avail1 (pinned $(ctl data.pinned))"
+	run sync -f "$MNT" || fail "sync -f"
+	echo "after syncfs (sync -f): data.pinned $(ctl data.pinned)" \
+	     "(the kernel does not send FUSE_SYNCFS to /dev/fuse servers)"
+	local c0
+	c0=$(ctl commits)
+	run sync "$MNT" || fail "sync MOUNTPOINT"
+	[ "$(ctl data.pinned)" = 0 ] || fail "data.pinned $(ctl data.pinned) after sync MOUNTPOINT"
+	[ "$(ctl commits)" -gt "$c0" ] || fail "sync MOUNTPOINT did not commit"
+	mkdir "$MNT/d" || fail mkdir
+	run dd if=/dev/urandom of="$MNT/d/f" bs=1M count=2 conv=fsync status=none ||
+		fail "dd d/f"
+	run rm "$MNT/d/f" || fail "rm d/f"
+	[ "$(ctl data.pinned)" = $((2 << 20)) ] || fail "data.pinned $(ctl data.pinned) after rm d/f"
+	run sync "$MNT/d" || fail "sync DIR"
+	[ "$(ctl data.pinned)" = 0 ] || fail "fsync of a directory did not commit"
+
+	# df -i: spacefs's inodes (one leaf each), not the backing file system's.
+	for i in $(seq 100); do echo "$i" >"$MNT/d/small.$i"; done
+	run sync "$MNT" || fail "sync"
+	read -r iused ifree <<<"$(df --output=iused,iavail "$MNT" | tail -n 1)"
+	[ "$iused" = "$(ctl engine.leaves)" ] ||
+		fail "df -i used $iused, engine leaves $(ctl engine.leaves)"
+	[ "$iused" -ge 102 ] || fail "df -i used $iused with 102 inodes"
+	[ "$ifree" -le $(((256 << 20) / 16384)) ] ||
+		fail "df -i free $ifree is more than the capacity holds"
+	echo "df -i: used $iused, free $ifree"
+
+	# The control file is not listed, is openable by name, and cp -a of
+	# the mount root round-trips.
+	ls -a "$MNT" | grep -qx .spacefs && fail ".spacefs is listed"
+	[ -n "$(ctl capacity)" ] || fail "control file not readable by name"
+	ln -s d/small.1 "$MNT/link" || fail symlink
+	run cp -a "$MNT/." "$copy" || fail "cp -a out of the mount"
+	[ -e "$copy/.spacefs" ] && fail "cp -a copied the control file"
+	run rm -rf "$MNT/d" "$MNT/link" || fail "rm -rf"
+	run cp -a "$copy/." "$MNT/" || fail "cp -a back into the mount root"
+	run diff -r --no-dereference "$copy" "$MNT" || fail "round trip differs"
+	echo "cp -a round trip of the mount root: ok"
+	check_at_rest
+	umount_fs
+
+	# Daemon mode: the result goes to log=, and "spacefs --unmount" waits
+	# for writeback, commit and check.
+	run dd if=/dev/urandom of="$src" bs=1M count=24 status=none || fail "dd src"
+	${SPACEFS_WRAP:-} "$SPACEFS" "$MNT" -o "backing=$BACK,capacity=256M,cache=64M,commit=0,log=$WORK/daemon.log" ||
+		fail "daemon mount"
+	mountpoint -q "$MNT" || fail "daemon did not mount"
+	dpid=$(ctl pid)
+	[ "$(ctl log)" = "$WORK/daemon.log" ] || fail "control file log: $(ctl log)"
+	run cp "$src" "$MNT/big" || fail "cp into the daemon mount"
+	[ "$(ctl dirty_bytes)" -gt 0 ] || fail "nothing dirty before unmount"
+	out=$(timeout $T "$SPACEFS" --unmount "$MNT") || fail "spacefs --unmount: $out"
+	echo "spacefs --unmount: $out"
+	case "$out" in *"accounting OK"*) ;; *) fail "no accounting result";; esac
+	mountpoint -q "$MNT" && fail "still mounted"
+	alive "$dpid" && fail "daemon still running after --unmount"
+	cmp "$src" "$BACK/big" || fail "backing file incomplete after --unmount"
+
+	# Plain fusermount3 -u: the result still reaches the log.
+	${SPACEFS_WRAP:-} "$SPACEFS" "$MNT" -o "backing=$BACK,capacity=256M,cache=64M,commit=0,log=$WORK/daemon.log" ||
+		fail "daemon mount 2"
+	dpid=$(ctl pid)
+	run cp "$src" "$MNT/big2" || fail "cp 2"
+	fusermount3 -u "$MNT" || fail "fusermount3 -u"
+	for _ in $(seq 600); do
+		alive "$dpid" || break
+		sleep 0.1
+	done
+	alive "$dpid" && fail "daemon running 60 s after unmount"
+	[ "$(grep -c "accounting OK" "$WORK/daemon.log")" = 2 ] ||
+		{ cat "$WORK/daemon.log"; fail "unmount result not in the log"; }
+	cmp "$src" "$BACK/big2" || fail "backing file incomplete"
+	echo "PASS: usability"
+}
+
 case "$SCENARIO" in
-integrity|fill|quota|nowait) "scenario_$SCENARIO" ;;
+integrity|fill|quota|nowait|usability) "scenario_$SCENARIO" ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac
