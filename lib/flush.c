@@ -52,29 +52,62 @@ static bool past(const struct timespec *deadline)
 	return srsv__now_ns() >= at;
 }
 
+/* States the library implements before calling the engine (zoned.c). */
+static bool library_state(const struct srsv_ctx *ctx, int state)
+{
+	return (ctx->cfg.flags & SRSV_CTX_ZONED) &&
+	       (state == SRSV_STATE_RESET_ZONES ||
+		state == SRSV_STATE_RECLAIM_ZONES);
+}
+
+/* The pool's free space, signed: overcommit and forced readonly can make
+ * the accounted bytes exceed the total. */
+static int64_t free_space(const struct srsv_space *s)
+{
+	return (int64_t)srsv__space_counter(s, SRSV__TOTAL) -
+	       (int64_t)srsv__space_used(s, true);
+}
+
 int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		      bool for_preempt)
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t total_before = srsv__space_counter(s, SRSV__TOTAL);
-	uint64_t zoned = 0, start = 0, unpinned = 0;
+	uint64_t zoned = 0, unpinned = 0, waiting, granted, start, commit_ns = 0;
+	struct srsv__flush_sample f = {
+		.state = state,
+		.for_preempt = for_preempt,
+		.called = ctx->cfg.flush && !srsv__state_disabled(s, state),
+	};
+	int64_t free_before;
 	int ret = -EOPNOTSUPP;
 
+	/* What the stats measure (stats.c): cheap reads, no lock. */
+	waiting = srsv__ld(&s->waiting);
+	f.queued = (waiting & 0xffffffffu) + (waiting >> 32);
+	granted = srsv__ld(&s->stats.grant_bytes);
+	free_before = free_space(s);
+	start = srsv__now_ns();
 	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
 		zoned = srsv__zoned_flush(s, state, bytes);
-	if (ctx->cfg.flush) {
+	if (f.called) {
 		if (state == SRSV_STATE_COMMIT_TRANS) {
 			srsv__lock(&s->lock);
 			unpinned = s->stat_unpinned;
 			srsv__unlock(&s->lock);
-			start = srsv__now_ns();
+			commit_ns = srsv__now_ns();
 		}
 		srsv__enter_callback();
 		ret = ctx->cfg.flush(s, (enum srsv_flush_state)state, bytes,
 				     for_preempt, ctx->cfg.user);
 		if (state == SRSV_STATE_COMMIT_TRANS)
-			start = srsv__now_ns() - start;
+			commit_ns = srsv__now_ns() - commit_ns;
 		srsv__leave_callback();
+		/* Counted; disabled unless the library implements the state
+		 * itself (zone reset and reclaim on a zoned ctx), where the
+		 * callback is the engine's hook after the library's pass. */
+		f.unsupported = ret == -EOPNOTSUPP;
+		f.disable = f.unsupported && !library_state(ctx, state);
 	}
 	/* The library did the state's work itself (zone reset/reclaim). */
 	if (ret == -EOPNOTSUPP && zoned)
@@ -97,17 +130,18 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		if (ret == -ENOSPC)
 			ret = 0;
 	}
+	f.ns = srsv__now_ns() - start;
+	f.freed = free_space(s) - free_before +
+		  (int64_t)(srsv__ld(&s->stats.grant_bytes) - granted);
 	srsv__lock(&s->lock);
 	/* What a commit costs, when it committed something (an empty one is
 	 * cheap and says nothing): the preemptive commit rule's horizon. */
-	if (state == SRSV_STATE_COMMIT_TRANS && ret == 0 &&
+	if (state == SRSV_STATE_COMMIT_TRANS && ret == 0 && f.called &&
 	    s->stat_unpinned != unpinned)
-		srsv__note_commit_time(s, start);
-	s->stat_flushes[state]++;
-	if (for_preempt)
-		s->stat_preempt_flushes[state]++;
+		srsv__note_commit_time(s, commit_ns);
+	srsv__stats_flush(s, &f);
 	srsv__unlock(&s->lock);
-	srsv__trace_flush_space(s, state, bytes, ret, for_preempt);
+	srsv__trace_flush_space(s, state, bytes, ret, for_preempt, f.ns);
 	return ret;
 }
 

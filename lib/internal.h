@@ -43,6 +43,7 @@
 
 #include "config.h"
 #include "lock.h"
+#include "stats.h"
 
 #define SRSV__EXPORT __attribute__((visibility("default")))
 
@@ -222,6 +223,7 @@ struct srsv_space {
 	uint64_t stat_async_runs, stat_preempt_runs;
 	uint64_t stat_unpinned;		/* monotonic: bytes unpinned */
 	uint64_t stat_queued;		/* monotonic: tickets queued */
+	struct srsv__stats stats;	/* stats.c */
 };
 
 static inline uint64_t srsv__ld(const volatile AO_t *p)

@@ -104,20 +104,24 @@ void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
 		return;
 	srsv__list_del_init(&t->node);
 	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) - t->bytes);
-	AO_fetch_and_add_full(&s->waiting,
-			      (AO_t)0 - (t->priority ? (AO_t)1 << 32 : 1));
+	if (AO_fetch_and_add_full(&s->waiting,
+				  (AO_t)0 - (t->priority ? (AO_t)1 << 32 : 1)) ==
+	    (t->priority ? (AO_t)1 << 32 : 1))
+		srsv__stats_stall_end(s);	/* the last one left */
 }
 
 void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
 {
+	uint64_t wait_ns = srsv__now_ns() - t->start_ns;
+
 	srsv__assert_held(&s->lock);
 	t->error = error;
 	if (error)
 		s->stat_failed++;
 	else
 		s->stat_granted++;
-	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error,
-			       srsv__now_ns() - t->start_ns);
+	srsv__stats_ticket_end(s, t->mode, error, wait_ns);
+	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error, wait_ns);
 	/*
 	 * Signal before publishing DONE: the waiter re-checks the state under
 	 * the lock we hold, and once DONE is visible (lock-free, in
@@ -225,7 +229,8 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	srsv__list_add_tail(&t->node, priority ? &s->priority_tickets :
 			    &s->tickets);
 	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) + bytes);
-	AO_fetch_and_add_full(&s->waiting, priority ? (AO_t)1 << 32 : 1);
+	if (!AO_fetch_and_add_full(&s->waiting, priority ? (AO_t)1 << 32 : 1))
+		srsv__stats_stall_begin(s, t->start_ns);	/* the first */
 	s->stat_queued++;
 	srsv__trace_ticket_add(s, bytes, mode, priority);
 
@@ -356,8 +361,11 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 	uint64_t after;
 
 	*ret = check_args(s, bytes, mode, flags);
-	if (*ret)
+	if (__builtin_expect(*ret != 0, 0)) {
+		if (s)
+			srsv__refuse(s, SRSV_REFUSED_ARGS, bytes);
 		return true;
+	}
 	if (srsv__cache_engaged(s, bytes) &&
 	    reserve_cached(s, bytes, mode, flags))
 		return true;

@@ -400,6 +400,8 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 			if (!srsv__space_try_charge(s, t->bytes, modes[i], NULL))
 				break;
 			srsv__ticket_remove(s, t);
+			srsv__st(&s->stats.grant_bytes,
+				 srsv__ld(&s->stats.grant_bytes) + t->bytes);
 			t->bytes = 0;
 			s->tickets_id++;
 			srsv__ticket_end(s, t, 0);
@@ -431,9 +433,14 @@ void srsv__maybe_grant(struct srsv_space *s, bool nowait)
 	srsv__unlock(&s->lock);
 }
 
-static int check_bytes(uint64_t bytes)
+/* 0 or too many bytes: -EINVAL, counted against @s. */
+static int check_bytes(struct srsv_space *s, uint64_t bytes)
 {
-	return bytes == 0 || bytes > SRSV_MAX_BYTES ? -EINVAL : 0;
+	if (bytes == 0 || bytes > SRSV_MAX_BYTES) {
+		srsv__refuse(s, SRSV_REFUSED_ARGS, bytes);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Give back @bytes of may_use: through this CPU's cache, or the word. */
@@ -443,6 +450,8 @@ static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 
 	if (srsv__cache_engaged(s, bytes)) {
 		ret = srsv__cache_put(s, bytes, nowait);
+		if (ret < 0)
+			srsv__refuse(s, SRSV_REFUSED_RELEASE, bytes);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
@@ -452,13 +461,19 @@ static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 	 * reservation may have queued a ticket on it.
 	 */
 	srsv__maybe_grant(s, nowait);
+	if (__builtin_expect(ret != 0, 0))
+		srsv__refuse(s, SRSV_REFUSED_RELEASE, bytes);
 	return ret;
 }
 
 SRSV__EXPORT int srsv_space_release(struct srsv_space *s, uint64_t bytes)
 {
-	if (!s || bytes > SRSV_MAX_BYTES)
+	if (!s)
 		return -EINVAL;
+	if (bytes > SRSV_MAX_BYTES) {
+		srsv__refuse(s, SRSV_REFUSED_ARGS, bytes);
+		return -EINVAL;
+	}
 	if (!bytes)
 		return 0;
 	return release(s, bytes, false);
@@ -493,13 +508,14 @@ int srsv__space_move(struct srsv_space *s, enum srsv__counter from,
 
 /* Transition helper for the public functions: validate, lock, move, grant. */
 static int transition(struct srsv_space *s, enum srsv__counter from,
-		      enum srsv__counter to, uint64_t bytes, bool grant)
+		      enum srsv__counter to, uint64_t bytes, bool grant,
+		      int refusal)
 {
 	int ret;
 
 	if (!s)
 		return -EINVAL;
-	ret = check_bytes(bytes);
+	ret = check_bytes(s, bytes);
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
@@ -512,6 +528,8 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 	if (!ret && grant)
 		srsv__try_grant_tickets(s);
 	srsv__unlock(&s->lock);
+	if (ret)
+		srsv__refuse(s, refusal, bytes);
 	return ret;
 }
 
@@ -521,7 +539,7 @@ SRSV__EXPORT int srsv_space_alloc(struct srsv_space *s, uint64_t bytes)
 
 	if (!s)
 		return -EINVAL;
-	ret = check_bytes(bytes);
+	ret = check_bytes(s, bytes);
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
@@ -544,32 +562,39 @@ SRSV__EXPORT int srsv_space_alloc(struct srsv_space *s, uint64_t bytes)
 		}
 	}
 	srsv__unlock(&s->lock);
+	if (ret)
+		srsv__refuse(s, SRSV_REFUSED_ALLOC, bytes);
 	return ret;
 }
 
 SRSV__EXPORT int srsv_space_free_reserved(struct srsv_space *s, uint64_t bytes)
 {
-	return transition(s, SRSV__RESERVED, SRSV__COUNTER_COUNT, bytes, true);
+	return transition(s, SRSV__RESERVED, SRSV__COUNTER_COUNT, bytes, true,
+			  SRSV_REFUSED_FREE_RESERVED);
 }
 
 SRSV__EXPORT int srsv_space_commit_used(struct srsv_space *s, uint64_t bytes)
 {
-	return transition(s, SRSV__RESERVED, SRSV__USED, bytes, false);
+	return transition(s, SRSV__RESERVED, SRSV__USED, bytes, false,
+			  SRSV_REFUSED_COMMIT_USED);
 }
 
 SRSV__EXPORT int srsv_space_pin(struct srsv_space *s, uint64_t bytes)
 {
-	return transition(s, SRSV__USED, SRSV__PINNED, bytes, false);
+	return transition(s, SRSV__USED, SRSV__PINNED, bytes, false,
+			  SRSV_REFUSED_PIN);
 }
 
 SRSV__EXPORT int srsv_space_unpin(struct srsv_space *s, uint64_t bytes)
 {
-	return transition(s, SRSV__PINNED, SRSV__COUNTER_COUNT, bytes, true);
+	return transition(s, SRSV__PINNED, SRSV__COUNTER_COUNT, bytes, true,
+			  SRSV_REFUSED_UNPIN);
 }
 
 SRSV__EXPORT int srsv_space_clear_readonly(struct srsv_space *s, uint64_t bytes)
 {
-	return transition(s, SRSV__READONLY, SRSV__COUNTER_COUNT, bytes, true);
+	return transition(s, SRSV__READONLY, SRSV__COUNTER_COUNT, bytes, true,
+			  SRSV_REFUSED_CLEAR_READONLY);
 }
 
 SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
@@ -578,7 +603,7 @@ SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
 
 	if (!s)
 		return -EINVAL;
-	ret = check_bytes(bytes);
+	ret = check_bytes(s, bytes);
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
@@ -591,6 +616,8 @@ SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
 		srsv__try_grant_tickets(s);
 	}
 	srsv__unlock(&s->lock);
+	if (ret)
+		srsv__refuse(s, SRSV_REFUSED_GROW, bytes);
 	return ret;
 }
 
@@ -600,7 +627,7 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 
 	if (!s)
 		return -EINVAL;
-	ret = check_bytes(bytes);
+	ret = check_bytes(s, bytes);
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);
@@ -612,6 +639,8 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 		srsv__space_update(s, SRSV__TOTAL, -(int64_t)bytes);
 	}
 	srsv__unlock(&s->lock);
+	if (ret)
+		srsv__refuse(s, SRSV_REFUSED_SHRINK, bytes);
 	return ret;
 }
 
@@ -622,7 +651,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 
 	if (!s)
 		return -EINVAL;
-	ret = check_bytes(bytes);
+	ret = check_bytes(s, bytes);
 	if (ret)
 		return ret;
 	srsv__lock(&s->lock);

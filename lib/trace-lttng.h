@@ -115,19 +115,35 @@ static inline void srsv__trace_trigger_flush(const struct srsv_space *s,
 
 SRSV__TP_COLD void srsv__tp_flush_space(const struct srsv_space *s, int state,
 					uint64_t bytes, int ret,
-					bool for_preempt)
+					bool for_preempt, uint64_t duration_ns)
 {
 	lttng_ust_do_tracepoint(spacersv, flush_space, srsv__tp_ctx(s),
 				srsv__tp_pool(s), state, bytes, ret,
-				for_preempt ? 1 : 0);
+				for_preempt ? 1 : 0, duration_ns);
 }
 
 static inline void srsv__trace_flush_space(const struct srsv_space *s,
 					   int state, uint64_t bytes, int ret,
-					   bool for_preempt)
+					   bool for_preempt,
+					   uint64_t duration_ns)
 {
 	if (lttng_ust_tracepoint_enabled(spacersv, flush_space))
-		srsv__tp_flush_space(s, state, bytes, ret, for_preempt);
+		srsv__tp_flush_space(s, state, bytes, ret, for_preempt,
+				     duration_ns);
+}
+
+SRSV__TP_COLD void srsv__tp_refused(const struct srsv_space *s, int kind,
+				    uint64_t bytes)
+{
+	lttng_ust_do_tracepoint(spacersv, refused, srsv__tp_ctx(s),
+				srsv__tp_pool(s), kind, bytes);
+}
+
+static inline void srsv__trace_refused(const struct srsv_space *s, int kind,
+				       uint64_t bytes)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, refused))
+		srsv__tp_refused(s, kind, bytes);
 }
 
 SRSV__TP_COLD void srsv__tp_counter(const struct srsv_space *s, int counter,

@@ -105,9 +105,17 @@ static inline void srsv__trace_trigger_flush(const struct srsv_space *s,
 
 static inline void srsv__trace_flush_space(const struct srsv_space *s,
 					   int state, uint64_t bytes, int ret,
-					   bool for_preempt)
+					   bool for_preempt,
+					   uint64_t duration_ns)
 {
 	(void)s; (void)state; (void)bytes; (void)ret; (void)for_preempt;
+	(void)duration_ns;
+}
+
+static inline void srsv__trace_refused(const struct srsv_space *s, int kind,
+				       uint64_t bytes)
+{
+	(void)s; (void)kind; (void)bytes;
 }
 
 static inline void srsv__trace_counter(const struct srsv_space *s,

@@ -285,16 +285,23 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 {
 	struct model_pool *p = &m->pools[pool];
 	uint64_t total_before = p->total;
+	/* A state that answered -EOPNOTSUPP is not called again. */
+	bool called = m->hooks.flush && !(p->disabled >> state & 1);
 	int ret = -EOPNOTSUPP;
 
 	if (m->zoned && (state == SRSV_STATE_RESET_ZONES ||
 			 state == SRSV_STATE_RECLAIM_ZONES))
 		zoned_flush(m, pool, state, bytes);
-	log_call(m, pool, state, bytes);
-	if (m->hooks.flush) {
+	if (called) {
+		log_call(m, pool, state, bytes);
 		m->in_callback++;
 		ret = m->hooks.flush(m, pool, state, bytes, m->hooks.user);
 		m->in_callback--;
+		/* ... unless the library implements it (zoned states). */
+		if (ret == -EOPNOTSUPP &&
+		    !(m->zoned && (state == SRSV_STATE_RESET_ZONES ||
+				   state == SRSV_STATE_RECLAIM_ZONES)))
+			p->disabled |= UINT64_C(1) << state;
 	}
 	if (state == SRSV_STATE_ALLOC_CHUNK ||
 	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
@@ -311,7 +318,8 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 		if (ret == -ENOSPC)
 			ret = 0;
 	}
-	p->flushes[state]++;
+	if (called)
+		p->flushes[state]++;
 	return ret;
 }
 

@@ -111,6 +111,8 @@ struct model_pool {
 	int queue[2][MODEL_TICKETS + 1];
 	unsigned qlen[2];
 	uint64_t flushes[SRSV_STATE_COUNT];
+	/* Bit s: state s answered -EOPNOTSUPP, not called again. */
+	uint64_t disabled;
 	uint64_t async_runs;
 	uint64_t granted, failed;
 };

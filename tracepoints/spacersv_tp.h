@@ -118,6 +118,22 @@ LTTNG_UST_TRACEPOINT_ENUM(spacersv, counter,
 	)
 )
 
+/* enum srsv_refusal */
+LTTNG_UST_TRACEPOINT_ENUM(spacersv, refusal,
+	LTTNG_UST_TP_ENUM_VALUES(
+		lttng_ust_field_enum_value("release", 0)
+		lttng_ust_field_enum_value("alloc", 1)
+		lttng_ust_field_enum_value("free_reserved", 2)
+		lttng_ust_field_enum_value("commit_used", 3)
+		lttng_ust_field_enum_value("pin", 4)
+		lttng_ust_field_enum_value("unpin", 5)
+		lttng_ust_field_enum_value("shrink", 6)
+		lttng_ust_field_enum_value("clear_readonly", 7)
+		lttng_ust_field_enum_value("grow", 8)
+		lttng_ust_field_enum_value("args", 9)
+	)
+)
+
 /* enum srsv_rsv_type */
 LTTNG_UST_TRACEPOINT_ENUM(spacersv, rsv_type,
 	LTTNG_UST_TP_ENUM_VALUES(
@@ -261,11 +277,14 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, trigger_flush,
 /*
  * One call of the engine's flush callback for @state, asked for @bytes,
  * with its return value; for_preempt tells the preemptive flusher (1) from
- * a flusher serving tickets (0).
+ * a flusher serving tickets (0); duration_ns is the time the step took
+ * (the callback and, for the zoned states, the library's own work).  The
+ * event fires when the step ends.
  */
 LTTNG_UST_TRACEPOINT_EVENT(spacersv, flush_space,
 	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, int, state,
-			  uint64_t, bytes, int, ret, int, for_preempt),
+			  uint64_t, bytes, int, ret, int, for_preempt,
+			  uint64_t, duration_ns),
 	LTTNG_UST_TP_FIELDS(
 		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
 		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
@@ -273,6 +292,24 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, flush_space,
 		lttng_ust_field_integer(uint64_t, bytes, bytes)
 		lttng_ust_field_integer(int, ret, ret)
 		lttng_ust_field_integer(uint8_t, for_preempt, for_preempt)
+		lttng_ust_field_integer(uint64_t, duration_ns, duration_ns)
+	)
+)
+
+/*
+ * A call the library refused because the bytes were not where the caller
+ * said (a double release, a pin of bytes not used, ...): @kind is enum
+ * srsv_refusal, @bytes what was asked.  srsv_space_stats::refused counts
+ * the same.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, refused,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, int, kind,
+			  uint64_t, bytes),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_enum(spacersv, refusal, int, kind, kind)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
 	)
 )
 

@@ -330,6 +330,139 @@ int srsv_space_snapshot(struct srsv_space *space, struct srsv_space_info *info,
 			struct srsv_ticket_info *tickets, size_t max,
 			size_t *nr_tickets);
 
+/**
+ * Calls the library refused because the bytes were not where the caller
+ * said (btrfs warns and clamps; the library refuses with -EINVAL and counts
+ * it here, and fires the trace event "refused").  Index of
+ * srsv_space_stats::refused.
+ */
+enum srsv_refusal {
+	/** srsv_space_release(): more than may_use holds (a double release) */
+	SRSV_REFUSED_RELEASE = 0,
+	/** srsv_space_alloc(): more than may_use holds */
+	SRSV_REFUSED_ALLOC = 1,
+	/** srsv_space_free_reserved(): more than reserved holds */
+	SRSV_REFUSED_FREE_RESERVED = 2,
+	/** srsv_space_commit_used(): more than reserved holds */
+	SRSV_REFUSED_COMMIT_USED = 3,
+	/** srsv_space_pin(): more than used holds */
+	SRSV_REFUSED_PIN = 4,
+	/** srsv_space_unpin(): more than pinned holds */
+	SRSV_REFUSED_UNPIN = 5,
+	/** srsv_space_shrink(): more than readonly (or total) holds */
+	SRSV_REFUSED_SHRINK = 6,
+	/** srsv_space_clear_readonly(): more than readonly holds */
+	SRSV_REFUSED_CLEAR_READONLY = 7,
+	/** srsv_space_grow(): the total would pass ::SRSV_MAX_BYTES */
+	SRSV_REFUSED_GROW = 8,
+	/** a reserve call with 0 or too many bytes, an unknown mode or flag,
+	 *  or a mode this pool kind does not take */
+	SRSV_REFUSED_ARGS = 9,
+	SRSV_REFUSED_COUNT = 10
+};
+
+/** Room for flush modes in srsv_space_stats (fixed: the layout must not
+ *  change when a mode is added). */
+#define SRSV_STATS_MODES 16
+/** Room for flush states in srsv_space_stats, indexed by state value. */
+#define SRSV_STATS_STATES 32
+/** Room for refusal kinds in srsv_space_stats. */
+#define SRSV_STATS_REFUSALS 16
+/** Buckets of a wait histogram (srsv_wait_stats::hist). */
+#define SRSV_WAIT_BUCKETS 24
+
+/** The waits of the tickets of one flush mode (srsv_space_stats::modes). */
+struct srsv_wait_stats {
+	uint64_t tickets;	/**< tickets of this mode that ended */
+	uint64_t failed;	/**< of which with an error (incl. timeouts) */
+	uint64_t wait_ns;	/**< sum of their waits, queueing to end */
+	uint64_t max_wait_ns;	/**< the longest of them */
+	/** log2 histogram: [i] counts waits of 2^i to 2^(i+1) - 1
+	 *  microseconds; [0] also those under 1 us, the last bucket every
+	 *  longer wait (from 2^23 us, about 8.4 s) */
+	uint64_t hist[SRSV_WAIT_BUCKETS];
+};
+
+/** The engine's work for one flush state (srsv_space_stats::states). */
+struct srsv_state_stats {
+	uint64_t calls;		/**< callback calls (as srsv_space_info::flushes) */
+	uint64_t preempt_calls;	/**< of which by the preemptive flusher */
+	uint64_t time_ns;	/**< time spent inside the callback */
+	/** the writers' time behind this state: each call's duration times
+	 *  the tickets queued on the pool when it began (the per-mode
+	 *  wait_ns sums are the same unit: ticket-nanoseconds) */
+	uint64_t waited_ns;
+	/** bytes the calls made available: the growth of the pool's free
+	 *  space across each call plus what tickets were granted meanwhile
+	 *  (reservations of other threads during a call make it an
+	 *  underestimate) */
+	uint64_t bytes_freed;
+	uint64_t unsupported;	/**< calls that returned -EOPNOTSUPP */
+	/** calls not made: the state is disabled */
+	uint64_t skipped;
+	/** the callback said -EOPNOTSUPP: the library no longer calls it for
+	 *  this pool until srsv_space_enable_state() */
+	bool disabled;
+};
+
+/**
+ * Statistics of a pool, from srsv_space_get_stats(): what the snapshot's
+ * counters cannot say, why and for how long writers waited.  Every figure
+ * is monotonic (except @c disabled): an engine takes two and subtracts.
+ * The struct carries its size, so that fields can be added at its end
+ * without breaking programs built against an older header.
+ */
+struct srsv_space_stats {
+	/** bytes the library filled (set by srsv_space_get_stats_sized()) */
+	size_t size;
+	int kind;			/**< ::srsv_pool */
+	uint64_t now_ns;		/**< CLOCK_MONOTONIC at the snapshot */
+	/** time during which at least one ticket was queued on the pool,
+	 *  the stall in progress included */
+	uint64_t stalled_ns;
+	/** per ::srsv_flush mode */
+	struct srsv_wait_stats modes[SRSV_STATS_MODES];
+	/** per ::srsv_flush_state value ([0] unused) */
+	struct srsv_state_stats states[SRSV_STATS_STATES];
+	/** per ::srsv_refusal */
+	uint64_t refused[SRSV_STATS_REFUSALS];
+};
+
+/**
+ * Copy the pool's statistics, consistently under the pool lock.  Called
+ * through the srsv_space_get_stats() macro, which passes the caller's
+ * sizeof: the library fills at most @p size bytes (its own layout's, if
+ * smaller) and sets stats->size to what it filled.
+ * @param space the pool
+ * @param[out] stats the statistics
+ * @param size sizeof(struct srsv_space_stats) as the caller knows it
+ * @retval 0 success
+ * @retval -EINVAL NULL space or stats, or @p size smaller than the first
+ *         layout (up to and including @c refused)
+ * @note Thread-safe; takes the pool lock, allocates nothing.
+ */
+SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
+					       struct srsv_space_stats *stats,
+					       size_t size);
+/** srsv_space_get_stats_sized() with the caller's sizeof. */
+#define srsv_space_get_stats(space, stats) \
+	srsv_space_get_stats_sized((space), (stats), sizeof(*(stats)))
+
+/**
+ * Call the engine for @p state again: the library stops calling a state
+ * for a pool once the callback returned -EOPNOTSUPP for it (the engine
+ * has no such state; the walk skips it as before, without the call).  An
+ * engine that gains the state (a feature switched on at run time) says so
+ * here.
+ * @param space the pool
+ * @param state the state, or 0 for every state
+ * @retval 0 success (also when it was not disabled)
+ * @retval -EINVAL NULL space, or @p state not a ::srsv_flush_state nor 0
+ * @note Thread-safe.
+ */
+SRSV_MUST_CHECK int srsv_space_enable_state(struct srsv_space *space,
+					    int state);
+
 /** Name of a pool kind ("data", "metadata", ...), "unknown" otherwise. */
 const char *srsv_pool_name(int kind);
 /** Name of a flush mode ("FLUSH_ALL", ...), "unknown" otherwise. */

@@ -15,6 +15,21 @@
 extern "C" {
 #endif
 
+/**
+ * Marks a call whose result the caller must look at: an ignored error there
+ * loses accounting (a refused release, a reservation that did not happen).
+ * GCC and clang warn (-Wunused-result) when it is dropped; other compilers
+ * see nothing.  Define SRSV_MUST_CHECK (empty) before including the header
+ * to switch the warnings off.
+ */
+#ifndef SRSV_MUST_CHECK
+#if defined(__GNUC__) || defined(__clang__)
+#define SRSV_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define SRSV_MUST_CHECK
+#endif
+#endif
+
 /** One reservation domain (btrfs's fs_info).  Opaque. */
 struct srsv_ctx;
 /** One pool of space (btrfs's space_info).  Opaque. */

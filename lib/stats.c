@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pool statistics: why, and for how long, writers waited.
+ *
+ * WHAT AN ENGINE CAN ASK WITHOUT A TRACE SESSION
+ *
+ * The snapshot's counters (srsv_space_snapshot()) say how full a pool is
+ * and how many tickets ended; they cannot say how long the waits were or
+ * what the flushers did meanwhile.  btrfs answers that with tracepoints
+ * (the ticket wait time in btrfs_reserve_ticket's trace, commit
+ * "btrfs: add a trace point for reserve tickets", and flush_space's) and
+ * nothing in the kernel keeps totals, so a user needs a tracing session
+ * running before the stall.  An embedded library can afford to keep the
+ * totals, as the kernel's block layer keeps per-queue wait histograms
+ * (blk-stat.c, and the log2 buckets of BPF's biolatency): a ticket's end
+ * and a flush step already take the pool lock, and adding a few words
+ * there costs nothing on the lock-free fast path, which never queues.
+ *
+ * - Per flush mode, the waits of the tickets that ended: count, failures,
+ *   sum, maximum, and a log2 histogram in microseconds.
+ * - Per pool, the stalled time: how long at least one ticket was queued.
+ *   Two snapshots a second apart give "writers waited 31% of the last
+ *   second".
+ * - Per flush state: calls, time inside the callback, the bytes it made
+ *   available, -EOPNOTSUPP answers, and "waited_ns", each call's duration
+ *   times the tickets queued when it began.  The per-mode wait sums are
+ *   the same unit (ticket-nanoseconds), so the states' shares of waited_ns
+ *   say which states the writers' time went to: "mostly behind
+ *   COMMIT_TRANS".
+ * - A state the callback answered -EOPNOTSUPP is not called again for the
+ *   pool until the engine re-enables it (srsv_space_enable_state()): the
+ *   callback contract already says such states are skipped, and a walk of
+ *   nine unimplemented states per step is the engine's time for nothing.
+ * - Refused calls (a release of bytes the pool never lent, a pin of bytes
+ *   not used: btrfs WARNs and clamps in btrfs_space_info_update_*, the
+ *   library refuses): a counter per kind, and the trace event "refused".
+ *
+ * The output struct carries its size, as srsv_config does: fields are
+ * added at its end, and a program built against an older header gets only
+ * the layout it knows.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "stats.h"
+#include "trace.h"
+
+/* The first layout of struct srsv_space_stats: everything up to refused. */
+#define STATS_MIN_SIZE \
+	(offsetof(struct srsv_space_stats, refused) + \
+	 sizeof(((struct srsv_space_stats *)0)->refused))
+
+static unsigned wait_bucket(uint64_t wait_ns)
+{
+	uint64_t us = wait_ns / 1000;
+	unsigned b;
+
+	if (us < 2)
+		return 0;
+	b = 63u - (unsigned)__builtin_clzll(us);
+	return b < SRSV_WAIT_BUCKETS ? b : SRSV_WAIT_BUCKETS - 1;
+}
+
+void srsv__stats_ticket_end(struct srsv_space *s, int mode, int error,
+			    uint64_t wait_ns)
+{
+	struct srsv_wait_stats *w;
+
+	srsv__assert_held(&s->lock);
+	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT)
+		return;
+	w = &s->stats.modes[mode];
+	w->tickets++;
+	if (error)
+		w->failed++;
+	w->wait_ns += wait_ns;
+	if (wait_ns > w->max_wait_ns)
+		w->max_wait_ns = wait_ns;
+	w->hist[wait_bucket(wait_ns)]++;
+}
+
+void srsv__stats_stall_begin(struct srsv_space *s, uint64_t now_ns)
+{
+	srsv__assert_held(&s->lock);
+	s->stats.stall_start_ns = now_ns;
+}
+
+void srsv__stats_stall_end(struct srsv_space *s)
+{
+	uint64_t now = srsv__now_ns();
+
+	srsv__assert_held(&s->lock);
+	if (now > s->stats.stall_start_ns)
+		s->stats.stalled_ns += now - s->stats.stall_start_ns;
+}
+
+__attribute__((cold)) void srsv__refuse(struct srsv_space *s, int kind,
+					uint64_t bytes)
+{
+	if (kind < 0 || kind >= SRSV_REFUSED_COUNT)
+		return;
+	AO_fetch_and_add1_full(&s->stats.refused[kind]);
+	srsv__trace_refused(s, kind, bytes);
+}
+
+bool srsv__state_disabled(const struct srsv_space *s, int state)
+{
+	return (AO_load((volatile AO_t *)&s->stats.disabled) >> state) & 1;
+}
+
+static void set_disabled(struct srsv_space *s, int state)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(&s->stats.disabled);
+	} while (!AO_compare_and_swap_full(&s->stats.disabled, old,
+					   old | (AO_t)1 << state));
+}
+
+void srsv__stats_flush(struct srsv_space *s, const struct srsv__flush_sample *f)
+{
+	struct srsv__state_stats *st = &s->stats.states[f->state];
+
+	srsv__assert_held(&s->lock);
+	if (!f->called) {
+		st->skipped++;
+		return;
+	}
+	s->stat_flushes[f->state]++;
+	if (f->for_preempt)
+		s->stat_preempt_flushes[f->state]++;
+	st->time_ns += f->ns;
+	st->waited_ns += f->ns * f->queued;
+	if (f->freed > 0)
+		st->bytes_freed += (uint64_t)f->freed;
+	if (f->unsupported)
+		st->unsupported++;
+	if (f->disable)
+		set_disabled(s, f->state);
+}
+
+SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
+					    struct srsv_space_stats *stats,
+					    size_t size)
+{
+	struct srsv_space_stats all;
+	uint64_t disabled;
+
+	if (!s || !stats || size < STATS_MIN_SIZE)
+		return -EINVAL;
+	if (size > sizeof(all))
+		size = sizeof(all);
+	memset(&all, 0, sizeof(all));
+	all.size = size;
+	all.kind = s->kind;
+	srsv__lock(&s->lock);
+	all.now_ns = srsv__now_ns();
+	all.stalled_ns = s->stats.stalled_ns;
+	if (srsv__ld(&s->waiting) && all.now_ns > s->stats.stall_start_ns)
+		all.stalled_ns += all.now_ns - s->stats.stall_start_ns;
+	memcpy(all.modes, s->stats.modes, sizeof(s->stats.modes));
+	disabled = srsv__ld(&s->stats.disabled);
+	for (int i = 0; i < SRSV_STATE_COUNT; i++) {
+		struct srsv_state_stats *o = &all.states[i];
+		const struct srsv__state_stats *in = &s->stats.states[i];
+
+		o->calls = s->stat_flushes[i];
+		o->preempt_calls = s->stat_preempt_flushes[i];
+		o->time_ns = in->time_ns;
+		o->waited_ns = in->waited_ns;
+		o->bytes_freed = in->bytes_freed;
+		o->unsupported = in->unsupported;
+		o->skipped = in->skipped;
+		o->disabled = (disabled >> i) & 1;
+	}
+	srsv__unlock(&s->lock);
+	for (int i = 0; i < SRSV_REFUSED_COUNT; i++)
+		all.refused[i] = srsv__ld(&s->stats.refused[i]);
+	/* Never more than the caller has: it may be an older layout. */
+	memcpy(stats, &all, size);
+	return 0;
+}
+
+SRSV__EXPORT int srsv_space_enable_state(struct srsv_space *s, int state)
+{
+	AO_t old, mask;
+
+	if (!s || state < 0 || state >= SRSV_STATE_COUNT)
+		return -EINVAL;
+	mask = state ? (AO_t)1 << state : ~(AO_t)0;
+	do {
+		old = AO_load(&s->stats.disabled);
+	} while (!AO_compare_and_swap_full(&s->stats.disabled, old,
+					   old & ~mask));
+	return 0;
+}
