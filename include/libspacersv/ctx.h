@@ -42,7 +42,7 @@ enum srsv_ctx_flags {
 /** A flush-state array: the states a flusher walks, in order. */
 struct srsv_state_array {
 	unsigned nr;				/**< 0 = keep the default */
-	enum srsv_flush_state states[SRSV_MAX_STATES];
+	enum srsv_flush_state states[SRSV_MAX_STATES];	/**< the walk */
 };
 
 /**
@@ -97,7 +97,7 @@ struct srsv_config {
 	 *  DELAYED_ITEMS_NR, DELAYED_ITEMS, RESET_ZONES, ALLOC_CHUNK). */
 	struct srsv_state_array priority_states;
 	/** Override of the FLUSH_EVICT priority walk (default DELAYED_ITEMS_NR
-	 *  .. DELALLOC_FULL, ALLOC_CHUNK, COMMIT_TRANS, RESET_ZONES). */
+	 *  to DELALLOC_FULL, ALLOC_CHUNK, COMMIT_TRANS, RESET_ZONES). */
 	struct srsv_state_array evict_states;
 	/** Per-extent metadata cost for srsv_delalloc_reserve() (default
 	 *  item_bytes). */
@@ -150,6 +150,7 @@ int srsv_config_init_sized(struct srsv_config *cfg, size_t size);
  * @note Thread-safe (touches only @p cfg).
  */
 int srsv_config_init(struct srsv_config *cfg);
+/** srsv_config_init() for the caller's layout of struct srsv_config. */
 #define srsv_config_init(cfg) \
 	srsv_config_init_sized((cfg), sizeof(*(cfg)))
 
@@ -285,6 +286,7 @@ int srsv_ctx_run_pending(struct srsv_ctx *ctx);
 /**
  * The user pointer from the config.
  * @param ctx the ctx (must not be NULL)
+ * @return cfg.user as given to srsv_ctx_create()
  * @note Thread-safe.
  */
 void *srsv_ctx_user(const struct srsv_ctx *ctx);

@@ -284,14 +284,29 @@ struct srsv_quota_info {
  */
 int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
 
-/** The tenant id of a quota (0 for NULL). */
+/**
+ * The tenant id of a quota.
+ * @param quota the quota
+ * @return its id, 0 for NULL
+ * @note Thread-safe.
+ */
 uint64_t srsv_quota_id(const struct srsv_quota *quota);
 
-/** The ctx a quota belongs to (NULL for NULL). */
+/**
+ * The ctx a quota belongs to.
+ * @param quota the quota
+ * @return its ctx, NULL for NULL
+ * @note Thread-safe.
+ */
 struct srsv_ctx *srsv_quota_ctx(const struct srsv_quota *quota);
 
-/** Name of a quota kind ("data", "meta_prealloc", "meta_pertrans"),
- *  "unknown" otherwise. */
+/**
+ * Name of a quota kind.
+ * @param kind ::srsv_quota_kind
+ * @return "data", "meta_prealloc", "meta_pertrans", "unknown" otherwise
+ *         (a static string)
+ * @note Thread-safe.
+ */
 const char *srsv_quota_kind_name(int kind);
 
 #ifdef __cplusplus

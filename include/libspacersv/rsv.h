@@ -175,7 +175,14 @@ int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
 			  struct srsv_rsv **used_rsv);
 
-/** Make use fail at once (no fallback) when @p failfast. */
+/**
+ * Make use fail at once (no fallback) when @p failfast.
+ * @param rsv the rsv
+ * @param failfast fail at once
+ * @retval 0 success
+ * @retval -EINVAL NULL or uninitialised rsv
+ * @note Thread-safe.
+ */
 int srsv_rsv_set_failfast(struct srsv_rsv *rsv, bool failfast);
 
 /** Snapshot of an rsv. */
@@ -189,6 +196,8 @@ struct srsv_rsv_info {
 
 /**
  * Read an rsv consistently.
+ * @param rsv the rsv
+ * @param[out] info where to write
  * @retval 0 success
  * @retval -EINVAL NULL argument or uninitialised rsv
  * @note Thread-safe.
@@ -199,6 +208,8 @@ int srsv_rsv_get_info(struct srsv_rsv *rsv, struct srsv_rsv_info *info);
  * A standard reservation of the ctx: GLOBAL, TRANS, DELOPS (delayed items),
  * DELREFS (delayed refs) or DELALLOC, all bound to the METADATA (or MIXED)
  * pool.
+ * @param ctx the ctx
+ * @param type which one
  * @return the rsv, or NULL for NULL ctx or another type
  * @note Thread-safe; lives as long as the ctx.
  */

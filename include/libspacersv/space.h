@@ -265,10 +265,20 @@ int srsv_space_clear_readonly(struct srsv_space *space, uint64_t bytes);
  */
 int srsv_space_set_full(struct srsv_space *space, bool full);
 
-/** The kind of a pool (::srsv_pool), or -EINVAL for NULL. */
+/**
+ * The kind of a pool.
+ * @param space the pool
+ * @return its ::srsv_pool, -EINVAL for NULL
+ * @note Thread-safe.
+ */
 int srsv_space_kind(const struct srsv_space *space);
 
-/** The ctx a pool belongs to (NULL for NULL). */
+/**
+ * The ctx a pool belongs to.
+ * @param space the pool
+ * @return its ctx, NULL for NULL
+ * @note Thread-safe.
+ */
 struct srsv_ctx *srsv_space_ctx(const struct srsv_space *space);
 
 /** Counters of a pool, from srsv_space_snapshot(). */
@@ -463,11 +473,26 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
 SRSV_MUST_CHECK int srsv_space_enable_state(struct srsv_space *space,
 					    int state);
 
-/** Name of a pool kind ("data", "metadata", ...), "unknown" otherwise. */
+/**
+ * Name of a pool kind.
+ * @param kind ::srsv_pool
+ * @return "data", "metadata", ..., "unknown" otherwise (a static string)
+ * @note Thread-safe.
+ */
 const char *srsv_pool_name(int kind);
-/** Name of a flush mode ("FLUSH_ALL", ...), "unknown" otherwise. */
+/**
+ * Name of a flush mode.
+ * @param mode ::srsv_flush
+ * @return "FLUSH_ALL", ..., "unknown" otherwise (a static string)
+ * @note Thread-safe.
+ */
 const char *srsv_flush_name(int mode);
-/** Name of a flush state ("COMMIT_TRANS", ...), "unknown" otherwise. */
+/**
+ * Name of a flush state.
+ * @param state ::srsv_flush_state
+ * @return "COMMIT_TRANS", ..., "unknown" otherwise (a static string)
+ * @note Thread-safe.
+ */
 const char *srsv_state_name(int state);
 
 #ifdef __cplusplus

@@ -432,8 +432,13 @@ struct srsv_zoned_info {
  */
 int srsv_zoned_get_info(struct srsv_ctx *ctx, struct srsv_zoned_info *info);
 
-/** Name of a zone kind ("data", "metadata", "system", "data-reloc",
- *  "treelog"), "unknown" otherwise. */
+/**
+ * Name of a zone kind.
+ * @param kind ::srsv_zone_kind
+ * @return "data", "metadata", "system", "data-reloc", "treelog", "unknown"
+ *         otherwise (a static string)
+ * @note Thread-safe.
+ */
 const char *srsv_zone_kind_name(int kind);
 
 #ifdef __cplusplus
