@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "async.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -268,6 +269,9 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 		free(ctx);
 		return ret;
 	}
+	/* A child of fork() tells its parent's ctxs from its own (below). */
+	srsv__fork_init();
+	ctx->fork_gen = srsv__ld(&srsv__fork_gen);
 	ctx->data_chunk_allowance = data_chunk_allowance(&ctx->cfg);
 	srsv__st(&ctx->unallocated, ctx->cfg.unallocated_bytes);
 	srsv__st(&ctx->preempt_enabled,
@@ -287,6 +291,19 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 	return 0;
 }
 
+/*
+ * The child of a fork() inherited a copy of the ctx: its worker threads
+ * exist only in the parent, and a lock one of them (or any other parent
+ * thread) held at the fork stays held for ever.  What the child may do
+ * with it is free its memory; nothing is joined, locked or waited for.
+ * (The memory holds no file descriptors: completion queues are the
+ * caller's.)
+ */
+static bool forked_copy(const struct srsv_ctx *ctx)
+{
+	return ctx->fork_gen != srsv__ld(&srsv__fork_gen);
+}
+
 SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
 {
 	const struct timespec pause = { 0, 1000 * 1000 };
@@ -295,6 +312,9 @@ SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
 		return -EINVAL;
 	if (srsv__in_callback())
 		return -EDEADLK;
+	/* Its threads are the parent's: nothing to stop here. */
+	if (forked_copy(ctx))
+		return -ECHILD;
 	srsv__lock(&ctx->lock);
 	if (ctx->shut_down) {
 		srsv__unlock(&ctx->lock);
@@ -311,6 +331,7 @@ SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
 		srsv__unlock(&s->lock);
 	}
 	srsv__workers_stop(ctx);
+	srsv__async_stop(ctx);
 	/*
 	 * Every ticket has ended; wait for the threads that were waiting on
 	 * them to leave the pools (they only need the pool lock once more).
@@ -325,13 +346,25 @@ SRSV__EXPORT int srsv_ctx_shutdown(struct srsv_ctx *ctx)
 	return 0;
 }
 
+static void forget_threads(struct srsv_ctx *ctx)
+{
+	for (int i = 0; i < SRSV__WORK_COUNT; i++)
+		ctx->workers[i].started = false;
+	free(ctx->async);
+	ctx->async = NULL;
+}
+
 SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
 {
 	if (!ctx)
 		return;
-	srsv_ctx_shutdown(ctx);
+	if (forked_copy(ctx))
+		forget_threads(ctx);
+	else
+		srsv_ctx_shutdown(ctx);
 	srsv__quota_ctx_destroy(ctx);
 	srsv__zoned_ctx_destroy(ctx);
+	srsv__async_ctx_destroy(ctx);
 	free_ctx(ctx);
 }
 
@@ -449,6 +482,8 @@ SRSV__EXPORT int srsv_ctx_run_pending(struct srsv_ctx *ctx)
 		return -EDEADLK;
 	AO_fetch_and_add1_full(&ctx->active);
 	srsv__lock(&ctx->manual_lock);
+	/* Tickets past their deadline time out before any walk for them. */
+	ran += srsv__async_expire(ctx);
 	ran += srsv__worker_run_pending(ctx, SRSV__WORK_ASYNC_METADATA);
 	ran += srsv__worker_run_pending(ctx, SRSV__WORK_ASYNC_DATA);
 	ran += srsv__worker_run_pending(ctx, SRSV__WORK_PREEMPT);

@@ -35,6 +35,7 @@
  */
 #include <string.h>
 
+#include "async.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -519,9 +520,13 @@ int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w)
 		ran++;
 		switch (w) {
 		case SRSV__WORK_ASYNC_METADATA:
+			/* Asynchronous priority tickets first, as their
+			 * blocking twins flush before the async walk. */
+			srsv__async_walks(s);
 			async_reclaim_metadata(s);
 			break;
 		case SRSV__WORK_ASYNC_DATA:
+			srsv__async_walks(s);
 			async_reclaim_data(s);
 			break;
 		case SRSV__WORK_PREEMPT:
@@ -551,6 +556,12 @@ static void *worker_main(void *arg)
 
 int srsv__workers_start(struct srsv_ctx *ctx)
 {
+	static const char *const names[SRSV__WORK_COUNT] = {
+		[SRSV__WORK_ASYNC_METADATA] = "srsv-flush-md",
+		[SRSV__WORK_ASYNC_DATA] = "srsv-flush-data",
+		[SRSV__WORK_PREEMPT] = "srsv-preempt",
+	};
+
 	for (int i = 0; i < SRSV__WORK_COUNT; i++) {
 		struct srsv__worker *w = &ctx->workers[i];
 
@@ -560,7 +571,11 @@ int srsv__workers_start(struct srsv_ctx *ctx)
 			continue;
 		if (sem_init(&w->wake, 0, 0))
 			goto fail;
-		if (pthread_create(&w->thread, NULL, worker_main, w)) {
+		w->start = (struct srsv__thread){
+			.name = names[i], .fn = worker_main, .arg = w,
+			.hook = ctx->cfg.thread_start, .user = ctx->cfg.user,
+		};
+		if (srsv__thread_create(&w->thread, &w->start)) {
 			sem_destroy(&w->wake);
 			goto fail;
 		}

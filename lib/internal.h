@@ -146,6 +146,13 @@ struct srsv__ticket {
 	bool steal;			/* may take from the global rsv */
 	bool priority;			/* on priority_tickets */
 	bool cond_ready;		/* cond initialised */
+	/* Asynchronous tickets (async.c); async NULL for a blocking one. */
+	bool async_hold;		/* do not post yet (queueing, walking) */
+	bool async_walk;		/* priority walk to run by a worker */
+	struct srsv_async *async;	/* completion queue */
+	srsv_async_fn async_fn;
+	void *async_arg;
+	uint64_t deadline_ns;		/* monotonic; UINT64_MAX: none */
 };
 
 _Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
@@ -312,6 +319,7 @@ struct srsv__worker {
 	struct srsv_ctx *ctx;
 	enum srsv__work id;
 	pthread_t thread;
+	struct srsv__thread start;	/* name, hook */
 	bool started;
 	sem_t wake;			/* posted (never blocks) to wake it */
 	/* Bitmask of pool kinds with work queued. */
@@ -320,6 +328,7 @@ struct srsv__worker {
 
 struct srsv__quota_table;
 struct srsv__zoned;
+struct srsv__async_ctx;
 
 struct srsv_ctx {
 	struct srsv_config cfg;		/* copy, defaults filled in */
@@ -357,6 +366,8 @@ struct srsv_ctx {
 
 	struct srsv__quota_table *quotas;	/* quota.c */
 	struct srsv__zoned *zoned;		/* zoned.c */
+	struct srsv__async_ctx *async;		/* async.c, under lock */
+	uint64_t fork_gen;		/* srsv__fork_gen at creation */
 };
 
 /* ---- space.c: counters and transitions ---- */

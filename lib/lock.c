@@ -9,6 +9,7 @@
  * counters (include/libspacersv/debug.h).
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -188,4 +189,51 @@ SRSV__EXPORT int srsv_debug_lock_stats_reset(void)
 #else
 	return -ENOTSUP;
 #endif
+}
+
+static void *thread_main(void *arg)
+{
+	struct srsv__thread *start = arg;
+
+	/* Best effort: a name is for humans (top -H, gdb, perf). */
+	pthread_setname_np(pthread_self(), start->name);
+	if (start->hook)
+		start->hook(start->name, start->user);
+	return start->fn(start->arg);
+}
+
+int srsv__thread_create(pthread_t *th, struct srsv__thread *start)
+{
+	sigset_t all, old;
+	int ret;
+
+	/*
+	 * Signals are the application's: a library thread must not be the
+	 * one the kernel picks for a process-directed signal.  The new thread
+	 * inherits the mask; the hook may open what it wants.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(th, NULL, thread_main, start);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret ? -EAGAIN : 0;
+}
+
+volatile AO_t srsv__fork_gen;
+
+static void fork_child(void)
+{
+	AO_fetch_and_add1(&srsv__fork_gen);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+void srsv__fork_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fork_register);
 }

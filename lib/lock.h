@@ -86,6 +86,30 @@ uint64_t srsv__now_ns(void);
 /* Absolute CLOCK_MONOTONIC deadline @ns from now (saturating). */
 void srsv__deadline(struct timespec *ts, uint64_t ns);
 
+/*
+ * A library thread: named @name (pthread_setname_np, at most 15
+ * characters), started with every signal blocked, and running @hook (the
+ * config's thread_start, may be NULL) in the new thread before @fn.  The
+ * struct must stay alive until the thread has started @fn.
+ */
+struct srsv__thread {
+	const char *name;
+	void *(*fn)(void *);
+	void *arg;
+	void (*hook)(const char *name, void *user);
+	void *user;
+};
+/* 0, or -EAGAIN when the thread could not be created. */
+int srsv__thread_create(pthread_t *th, struct srsv__thread *start);
+
+/*
+ * fork(): bumped in the child of every fork() after srsv__fork_init() (the
+ * first ctx creation).  A ctx whose generation differs is its parent's:
+ * its threads do not exist here and its locks may be held for ever.
+ */
+extern volatile AO_t srsv__fork_gen;
+void srsv__fork_init(void);
+
 /* Marks the calling thread as running a flush callback (re-entrancy). */
 void srsv__enter_callback(void);
 void srsv__leave_callback(void);

@@ -39,6 +39,7 @@
  */
 #include <string.h>
 
+#include "async.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -122,6 +123,14 @@ void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
 		s->stat_granted++;
 	srsv__stats_ticket_end(s, t->mode, error, wait_ns);
 	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error, wait_ns);
+	if (t->async) {
+		/* No waiter: post it to its completion queue (async.c),
+		 * unless its queueing or priority walk is still going on. */
+		AO_store_release(&t->state, SRSV__TICKET_DONE);
+		if (!t->async_hold)
+			srsv__async_post(t);
+		return;
+	}
 	/*
 	 * Signal before publishing DONE: the waiter re-checks the state under
 	 * the lock we hold, and once DONE is visible (lock-free, in
@@ -135,7 +144,10 @@ void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
 bool srsv__ctx_enter(struct srsv_ctx *ctx)
 {
 	AO_fetch_and_add1_full(&ctx->active);
-	if (srsv__ld(&ctx->closing)) {
+	/* A parent's ctx in a child of fork() has no flushers: nothing that
+	 * waits may start (ctx.c, forked_copy()). */
+	if (srsv__ld(&ctx->closing) ||
+	    ctx->fork_gen != srsv__ld(&srsv__fork_gen)) {
 		srsv__ctx_leave(ctx);
 		return false;
 	}
@@ -217,10 +229,13 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	bool priority = !is_async_mode(mode);
 	int ret;
 
-	ret = srsv__cond_init(&t->cond);
-	if (ret)
-		return ret;
-	t->cond_ready = true;
+	/* An asynchronous ticket has no waiter to signal. */
+	if (!t->async) {
+		ret = srsv__cond_init(&t->cond);
+		if (ret)
+			return ret;
+		t->cond_ready = true;
+	}
 	t->bytes = bytes;
 	t->priority = priority;
 	t->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
@@ -237,10 +252,14 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	/* A lock-free release may have missed our increment of waiting. */
 	srsv__try_grant_tickets(s);
 	if (AO_load(&t->state) == SRSV__TICKET_DONE) {
-		pthread_cond_destroy(&t->cond);
+		/* Granted at once: an asynchronous one is not posted. */
+		if (t->cond_ready)
+			pthread_cond_destroy(&t->cond);
 		t->cond_ready = false;
 		return t->error;
 	}
+	if (t->async)
+		srsv__async_queued(s, t);
 
 	if (!priority && !s->flush) {
 		/*
@@ -261,7 +280,7 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
  */
 static __attribute__((noinline)) int
 reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
-	     int mode, unsigned flags)
+	     int mode, unsigned flags, const struct srsv__async_args *async)
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t after = 0;
@@ -319,6 +338,15 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		t->space = s;
 		t->mode = mode;
 		t->orig_bytes = bytes;
+		t->deadline_ns = UINT64_MAX;
+		if (async) {
+			t->async = async->q;
+			t->async_fn = async->fn;
+			t->async_arg = async->arg;
+			t->deadline_ns = async->deadline_ns;
+			/* Not posted before it is queued (queue_ticket). */
+			t->async_hold = true;
+		}
 		ret = queue_ticket(s, t, bytes, mode);
 		/* Granted while queueing: what the grant left. */
 		if (!ret)
@@ -360,6 +388,8 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 {
 	uint64_t after;
 
+	if (__builtin_expect(mode == SRSV_FLUSH_MAY_WAIT, 0) && s)
+		mode = srsv__may_wait_mode(s);
 	*ret = check_args(s, bytes, mode, flags);
 	if (__builtin_expect(*ret != 0, 0)) {
 		if (s)
@@ -377,14 +407,17 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 	return true;
 }
 
-static int reserve_start(struct srsv_space *s, struct srsv__ticket *t,
-			 uint64_t bytes, int mode, unsigned flags)
+int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
+		       uint64_t bytes, int mode, unsigned flags,
+		       const struct srsv__async_args *async)
 {
 	int ret;
 
 	if (reserve_fast(s, bytes, mode, flags, &ret))
 		return ret;
-	return reserve_slow(s, t, bytes, mode, flags);
+	if (__builtin_expect(mode == SRSV_FLUSH_MAY_WAIT, 0))
+		mode = srsv__may_wait_mode(s);
+	return reserve_slow(s, t, bytes, mode, flags, async);
 }
 
 static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
@@ -450,7 +483,7 @@ SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 
 	if (!ticket)
 		return -EINVAL;
-	ret = reserve_start(s, t, bytes, (int)mode, flags);
+	ret = srsv__ticket_start(s, t, bytes, (int)mode, flags, NULL);
 	if (ret != -EINPROGRESS) {
 		/* Finished at once: make wait/cancel report it. */
 		memset(t, 0, sizeof(*t));
@@ -470,6 +503,9 @@ SRSV__EXPORT int srsv_ticket_wait(struct srsv_ticket *ticket,
 
 	if (!ticket || t->magic != SRSV__TICKET_MAGIC ||
 	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE)
+		return -EINVAL;
+	/* Nobody may sleep on a ticket its completion queue owns. */
+	if (t->async && timeout_ns)
 		return -EINVAL;
 	return ticket_wait(t, timeout_ns);
 }
@@ -506,9 +542,11 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	struct srsv__ticket t;
 	int ret;
 
+	if (mode == SRSV_FLUSH_MAY_WAIT)
+		mode = srsv__may_wait_mode(s);
 	/* NOWAIT never queues a ticket (nor touches the shared counter). */
 	if (flags & SRSV_RESERVE_NOWAIT)
-		return reserve_slow(s, &t, bytes, mode, flags);
+		return reserve_slow(s, &t, bytes, mode, flags, NULL);
 	/*
 	 * Counted from before queueing until ticket_wait() is done: the
 	 * slow path stops counting itself once the ticket is queued, and
@@ -516,7 +554,7 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	 * while we are between the two.
 	 */
 	AO_fetch_and_add1_full(&ctx->active);
-	ret = reserve_slow(s, &t, bytes, mode, flags);
+	ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
 	if (ret != -EINPROGRESS) {
 		srsv__ctx_leave_waited(ctx);
 		return ret;

@@ -819,6 +819,8 @@ SRSV__EXPORT const char *srsv_flush_name(int mode)
 		"FLUSH_EMERGENCY"
 	};
 
+	if (mode == SRSV_FLUSH_MAY_WAIT)
+		return "FLUSH_MAY_WAIT";
 	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT)
 		return "unknown";
 	return names[mode];

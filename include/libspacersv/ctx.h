@@ -122,6 +122,16 @@ struct srsv_config {
 	 *  the pool's whole may_use.  0 (default): no caches.  At most
 	 *  1 GiB (above: srsv_ctx_create() fails with -EINVAL). */
 	uint64_t cpu_cache_bytes;
+	/** Called first thing in every thread the library starts (the async
+	 *  metadata and data flushers "srsv-flush-md" and "srsv-flush-data",
+	 *  the preemptive flusher "srsv-preempt", the async-ticket timer
+	 *  "srsv-timer"), in that thread, with its name and
+	 *  srsv_config::user: set CPU affinity, scheduling or the signal
+	 *  mask there.  Library threads are named with pthread_setname_np()
+	 *  and start with every signal blocked.  NULL (default): nothing.
+	 *  Added after cpu_cache_bytes: a caller built against an older
+	 *  header has no such field and gets none. */
+	void (*thread_start)(const char *name, void *user);
 };
 
 /**
@@ -182,6 +192,8 @@ int srsv_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
  * @retval 0 success (also when already shut down)
  * @retval -EINVAL ctx is NULL
  * @retval -EDEADLK called from a flush callback
+ * @retval -ECHILD called in a child of fork() on its parent's ctx (see
+ *         srsv_ctx_destroy())
  * @note Thread-safe.  Must not be called from a flush callback.
  */
 int srsv_ctx_shutdown(struct srsv_ctx *ctx);
@@ -198,6 +210,16 @@ int srsv_ctx_shutdown(struct srsv_ctx *ctx);
  * race with destroy, srsv_ticket_wait() included (shut down first, let the
  * waits return).  Objects embedded by the caller (srsv_rsv, srsv_ticket)
  * must not be used after.
+ * @note fork(): a child inherits a copy of every ctx without its threads,
+ * and with whatever locks other threads of the parent held at the fork.
+ * The only use a child may make of a ctx its parent created is
+ * srsv_ctx_destroy(), which then frees the copy's memory without joining,
+ * locking or waiting (the parent's ctx is untouched); a child creates its
+ * own ctx for its own reservations.  The library enforces what it can:
+ * in the child, srsv_ctx_shutdown() of a parent's ctx returns -ECHILD and
+ * every reservation that would queue or wait returns -ESHUTDOWN at once
+ * instead of waiting for flushers that do not exist.  Other calls on it
+ * are undefined (a lock held at the fork would never be released).
  */
 void srsv_ctx_destroy(struct srsv_ctx *ctx);
 

@@ -41,6 +41,7 @@
 #include <libspacersv/quota.h>
 #include <libspacersv/delalloc.h>
 #include <libspacersv/zoned.h>
+#include <libspacersv/async.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -74,7 +74,16 @@ enum srsv_flush {
 	/** Last resort of srsv_rsv_use_fallback(): granted whenever the bytes
 	 *  physically fit, ignoring outstanding reservations.  Never waits. */
 	SRSV_FLUSH_EMERGENCY = 7,
-	SRSV_FLUSH_MODE_COUNT = 8
+	/** The number of btrfs's modes above (not a mode). */
+	SRSV_FLUSH_MODE_COUNT = 8,
+	/**
+	 * Not a btrfs mode: "may wait, whatever the pool", for callers that
+	 * do not want to know which mode a pool kind takes.  Resolved on
+	 * entry to ::SRSV_FLUSH_DATA on a DATA pool and to ::SRSV_FLUSH_ALL
+	 * on METADATA, SYSTEM and MIXED pools (a normal ticket served by the
+	 * pool's async worker); tickets and traces show the resolved mode.
+	 */
+	SRSV_FLUSH_MAY_WAIT = 32
 };
 
 /**
@@ -141,7 +150,20 @@ enum srsv_flush_state {
  *
  * @param space       the pool being reclaimed
  * @param state       what to do
- * @param bytes       how much the library would like back (a hint)
+ * @param bytes       how much the library would like back (a hint), in
+ *                    bytes of @p space: what its queued tickets lack
+ *                    (async and priority walks; the metadata walk adds
+ *                    any shortfall of overcommit), or a quarter of the
+ *                    reclaimable figure for preemptive calls.  So for
+ *                    the DELALLOC* states called on a METADATA pool it
+ *                    is metadata bytes to free, not dirty data bytes to
+ *                    write: an engine converts with its own ratio (btrfs
+ *                    turns it into a number of items, shrink_delalloc()).
+ *                    For ALLOC_CHUNK* it is the room wanted in the pool,
+ *                    for COMMIT_TRANS the bytes the tickets wait for (a
+ *                    commit frees what it frees), for DELAYED_* and
+ *                    RUN_DELAYED_IPUTS metadata bytes, for RESET_ZONES and
+ *                    RECLAIM_ZONES bytes of the pool being reclaimed.
  * @param for_preempt true when called by the preemptive flusher (no one is
  *                    waiting yet: keep it cheap)
  * @param user        srsv_config::user
