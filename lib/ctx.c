@@ -249,6 +249,8 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 
 	if (!user || !out)
 		return -EINVAL;
+	/* LIBSPACERSV_TRACE: load the tracepoint provider (lib/trace.c). */
+	srsv__trace_init();
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;

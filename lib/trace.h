@@ -72,8 +72,16 @@ struct srsv__dump {
 void srsv__dump_fill(const struct srsv_space *s, struct srsv__dump *d);
 
 #if SRSV_TRACING
+/* The provider package's file name (lib/trace.c, lib/meson.build). */
+#define SRSV__TP_SONAME "libspacersv-tp.so.0"
+/* Load the provider if LIBSPACERSV_TRACE asks for it (once; ctx.c). */
+void srsv__trace_init(void);
 #include "trace-lttng.h"
 #else
+
+static inline void srsv__trace_init(void)
+{
+}
 
 static inline void srsv__trace_reserve(const struct srsv_space *s,
 				       uint64_t bytes, int mode,

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The probes and the tracepoint definitions of provider "spacersv", built
- * into the library when tracing is enabled (lib/meson.build).
+ * The probes of provider "spacersv": the tracepoint provider package,
+ * built as its own shared object, libspacersv-tp.so (lib/meson.build), the
+ * only part of libspacersv that links liblttng-ust.  The tracepoints
+ * themselves are defined in the library (lib/trace.c, with dynamic
+ * linkage); loading this object (LD_PRELOAD, or LIBSPACERSV_TRACE, see
+ * lib/trace.c and docs/tracing.md) registers the probes with lttng-ust,
+ * which connects them to the library's tracepoints.
  *
  * Going through lib/trace.h (rather than including spacersv_tp.h alone)
- * gives the probes the definition of struct srsv__dump they read, and
- * compiles the wrappers against the provider once more.  The library never
- * dlcloses itself, and a provider must not be unloaded while a session
- * may call its probes: libspacersv must not be dlclose()d by an application
- * that traces it (docs/tracing.md).
+ * gives the probes the definition of struct srsv__dump they read.  A
+ * provider must not be unloaded while a session may call its probes: never
+ * dlclose() this object.
  */
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
-#define LTTNG_UST_TRACEPOINT_DEFINE
 
 #include "trace.h"
 

@@ -21,10 +21,12 @@
  *   The values are those of the public enums (include/libspacersv/types.h,
  *   rsv.h) and of lib/trace.h and lib/internal.h; a value outside the
  *   mapping is still recorded (and printed as a number).
- * - The provider and the tracepoint definitions live in the library itself
- *   (tracepoints/spacersv_tp.c), so every symbol they create is hidden; the
- *   version script (lib/libspacersv.sym, local: *) hides the section bounds
- *   the linker adds.
+ * - The tracepoint definitions live in the library (lib/trace.c, dynamic
+ *   linkage: the library does not link liblttng-ust), the probes in the
+ *   provider package libspacersv-tp.so (tracepoints/spacersv_tp.c), loaded
+ *   only by processes that trace.  Every symbol either creates is hidden;
+ *   the version scripts (lib/libspacersv.sym, tracepoints/spacersv-tp.sym,
+ *   local: *) hide the section bounds the linker adds.
  */
 
 #undef LTTNG_UST_TRACEPOINT_PROVIDER
@@ -34,9 +36,10 @@
 #define LTTNG_UST_TRACEPOINT_INCLUDE "./spacersv_tp.h"
 
 /*
- * The tracepoints and the provider are defined in the same module (the
- * library) that uses them: keep their symbols out of the dynamic symbol
- * table.  Both must be set before every inclusion of <lttng/tracepoint.h>.
+ * Nothing outside the module that defines them refers to the tracepoints
+ * (the library) or to the provider (libspacersv-tp.so): keep their symbols
+ * out of the dynamic symbol tables.  Both must be set before every
+ * inclusion of <lttng/tracepoint.h>.
  */
 #ifndef LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION
 #define LTTNG_UST_TRACEPOINT_HIDDEN_DEFINITION

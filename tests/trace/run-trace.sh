@@ -1,11 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# run-trace.sh SCENARIOS CHECKER REPORT
+# run-trace.sh SCENARIOS CHECKER REPORT TRACING_MD LIBDIR
 #
 # Record an LTTng-UST session around the SCENARIOS program, then check the
 # trace with CHECKER (check_trace.py, which uses REPORT = tools/srsv-report.py
 # to read it).  Recipe and traps: shared research/toolchain.md.
+#
+# - The program is started with the "trace from the first reservation"
+#   recipe of TRACING_MD (docs/tracing.md), run as it is written there, in a
+#   directory where ./my-engine execs SCENARIOS; the recipe loads the
+#   provider with LIBSPACERSV_TRACE=1, found in LIBDIR (the build's lib/).
 #
 # - LTTNG_HOME is a private temporary directory (lttng writes its .lttngrc
 #   there), removed at exit together with the trace.
@@ -22,6 +27,8 @@ set -u
 scenarios=$1
 checker=$2
 report=$3
+tracing_md=$4
+libdir=$5
 py=${SRSV_PYTHON:-python3}
 
 for tool in lttng lttng-sessiond babeltrace2; do
@@ -124,21 +131,33 @@ run lttng add-context --session="$session" --userspace --type=vpid --type=vtid
 # Record only the scenario process: other programs linked with libspacersv
 # (tests of other suites, benchmarks) may run meanwhile and would share the
 # per-user ring buffers, adding their events and making ours discarded.
-# The process is started first, held on a FIFO until its pid is tracked
-# and the session started; exec keeps the pid.
-mkfifo "$tmp/go"
-sh -c 'read go <"$1"; exec "$2"' sh "$tmp/go" "$scenarios" \
-	>"$tmp/scenarios.out" 2>"$tmp/scenarios.err" &
-child=$!
-run lttng track --session="$session" --userspace --vpid="$child"
-run lttng start "$session"
+# The documented recipe does it: the process is held on a FIFO until its pid
+# is tracked and the session started; exec keeps the pid.
+sed -n '/<!-- recipe:first-reservation/,/<!-- end recipe -->/p' "$tracing_md" |
+	sed '1d;$d' >"$tmp/recipe.sh"
+if [ "$(wc -l <"$tmp/recipe.sh")" -ne 5 ] ||
+   ! grep -q 'LIBSPACERSV_TRACE=1 ./my-engine' "$tmp/recipe.sh"; then
+	echo "FAIL: the first-reservation recipe of $tracing_md is not the 5 lines this script expects:" >&2
+	cat "$tmp/recipe.sh" >&2
+	exit 1
+fi
+mkdir "$tmp/run"
+printf '#!/bin/sh\nexec "%s" >"%s" 2>"%s"\n' "$scenarios" \
+	"$tmp/scenarios.out" "$tmp/scenarios.err" >"$tmp/run/my-engine"
+chmod +x "$tmp/run/my-engine"
+# The provider's soname (LIBSPACERSV_TRACE=1) resolves in the build tree.
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
 
 # Never LTTNG_UST_REGISTER_TIMEOUT=0 here: a short program would exit before
 # it registers and lose every event.
-echo go >"$tmp/go"
-wait "$child"
+(
+	cd "$tmp/run" || exit 1
+	S=$session
+	. "$tmp/recipe.sh"
+	exit "$rc"
+) >>"$tmp/lttng.log" 2>&1
 rc=$?
-child=""
 cat "$tmp/scenarios.out"
 cat "$tmp/scenarios.err" >&2
 
