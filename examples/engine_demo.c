@@ -26,7 +26,11 @@
  *   marks the pool full).  The DATA pool is the file's fixed capacity.
  * - The other states (delayed items and refs, delayed iputs, zones) do not
  *   exist in this engine: the callback returns -EOPNOTSUPP and the library
- *   skips them.
+ *   stops calling them.
+ *
+ * Every second, and for the whole run at the end, it prints why writers
+ * waited, from srsv_space_get_stats() alone (no trace session): "metadata:
+ * writers waited 35% of the last second, mostly behind DELALLOC".
  *
  * At the end the demo writes everything back, commits, checks that the
  * pools' counters equal what the engine holds (nothing lost, nothing
@@ -166,6 +170,9 @@ struct engine {
 	_Atomic uint64_t enospc, reserve_max_ns;
 	_Atomic uint64_t wait_ns[SRSV_POOL_COUNT];	/* time in reserve */
 	_Atomic uint64_t preempt_calls;
+	/* srsv_space_get_stats() (metadata, data) at the start and at the
+	 * last progress line; main thread only. */
+	struct srsv_space_stats first_stats[2], last_stats[2];
 	_Atomic bool failed;
 	atomic_bool stop;
 };
@@ -645,8 +652,42 @@ static double mib(uint64_t b)
 	return (double)b / (double)MiB;
 }
 
+/*
+ * "Why did my writers wait?" from two srsv_space_get_stats() snapshots of
+ * one pool, no trace session needed: the share of the interval during
+ * which a ticket was queued (stalled_ns), and the flush state the waiting
+ * writers' time went to (waited_ns: each callback call's duration times
+ * the tickets queued when it began).
+ */
+static void print_why(const char *pool, const char *span_name,
+		      const struct srsv_space_stats *a,
+		      const struct srsv_space_stats *b)
+{
+	uint64_t span = b->now_ns - a->now_ns, behind = 0, top_ns = 0;
+	int top = 0;
+
+	for (int s = 1; s < SRSV_STATE_COUNT; s++) {
+		uint64_t d = b->states[s].waited_ns - a->states[s].waited_ns;
+
+		behind += d;
+		if (d > top_ns) {
+			top_ns = d;
+			top = s;
+		}
+	}
+	printf("%s: writers waited %.0f%% of the %s", pool,
+	       span ? 100.0 * (double)(b->stalled_ns - a->stalled_ns) /
+		      (double)span : 0.0, span_name);
+	if (top)
+		printf(", mostly behind %s (%.0f%% of their time in flush "
+		       "states)", srsv_state_name(top),
+		       100.0 * (double)top_ns / (double)behind);
+	printf("\n");
+}
+
 static void print_progress(struct engine *eng, double t)
 {
+	struct srsv_space_stats ms, ds;
 	struct srsv_ticket_info tk[64];
 	struct srsv_space_info mi, di;
 	size_t nr_mt = 0, nr_dt = 0, shown;
@@ -668,6 +709,15 @@ static void print_progress(struct engine *eng, double t)
 	       mi.reserved + mi.may_use), mib(mi.total), mib(mi.used),
 	       mib(mi.pinned), mib(mi.may_use), nr_mt, (double)oldest / 1e6,
 	       mi.clamp, mib(di.pinned), mib(di.may_use), nr_dt);
+	if (!srsv_space_get_stats(eng->meta, &ms) &&
+	    !srsv_space_get_stats(eng->data, &ds)) {
+		printf("        ");
+		print_why("metadata", "last second", &eng->last_stats[0], &ms);
+		printf("        ");
+		print_why("data", "last second", &eng->last_stats[1], &ds);
+		eng->last_stats[0] = ms;
+		eng->last_stats[1] = ds;
+	}
 	fflush(stdout);
 }
 
@@ -682,22 +732,42 @@ static void print_pool(const char *name, const struct srsv_space_info *i)
 	       i->preempt_runs, i->clamp, i->full ? "; full" : "");
 }
 
-static void print_flushes(const struct srsv_space_info *mi,
-			  const struct srsv_space_info *di)
+static void print_flushes(const struct srsv_space_stats *ms,
+			  const struct srsv_space_stats *ds)
 {
-	printf("flush callback calls per state (all/preemptive):\n"
-	       "  %-20s %15s %15s\n", "state", "metadata", "data");
-	for (int s = 1; s < SRSV_STATE_COUNT; s++) {
-		char m[32], d[32];
+	const struct srsv_space_stats *st[2] = { ms, ds };
 
-		if (!mi->flushes[s] && !di->flushes[s])
+	printf("flush states (srsv_space_get_stats): calls (preemptive), "
+	       "callback ms, writers' ms behind it, MiB freed; skipped: not "
+	       "called after -EOPNOTSUPP\n"
+	       "  %-18s %-38s %s\n", "state", "metadata", "data");
+	for (int s = 1; s < SRSV_STATE_COUNT; s++) {
+		char col[2][64];
+
+		if (!ms->states[s].calls && !ds->states[s].calls &&
+		    !ms->states[s].skipped && !ds->states[s].skipped)
 			continue;
-		snprintf(m, sizeof(m), "%" PRIu64 "/%" PRIu64, mi->flushes[s],
-			 mi->preempt_flushes[s]);
-		snprintf(d, sizeof(d), "%" PRIu64 "/%" PRIu64, di->flushes[s],
-			 di->preempt_flushes[s]);
-		printf("  %-20s %15s %15s%s\n", srsv_state_name(s), m, d,
-		       state_implemented(s) ? "" : "  (not in this engine: skipped)");
+		for (int p = 0; p < 2; p++) {
+			const struct srsv_state_stats *x = &st[p]->states[s];
+
+			if (!x->calls && !x->skipped)
+				snprintf(col[p], sizeof(col[p]), "-");
+			else if (x->unsupported)
+				snprintf(col[p], sizeof(col[p]), "%" PRIu64
+					 " (-EOPNOTSUPP), %" PRIu64 " skipped",
+					 x->calls, x->skipped);
+			else
+				snprintf(col[p], sizeof(col[p]), "%" PRIu64
+					 " (%" PRIu64 ") %.0f ms, %.0f ms, "
+					 "%.1f MiB", x->calls,
+					 x->preempt_calls,
+					 (double)x->time_ns / 1e6,
+					 (double)x->waited_ns / 1e6,
+					 mib(x->bytes_freed));
+		}
+		printf("  %-18s %-38s %s%s\n", srsv_state_name(s), col[0],
+		       col[1], state_implemented(s) ? "" :
+		       "  (not in this engine)");
 	}
 }
 
@@ -928,6 +998,10 @@ int main(int argc, char **argv)
 
 	printf("engine_demo: %u writers, %.1f s, preemptive flushing %s, "
 	       "file %s\n", nr_threads, seconds, preempt ? "on" : "off", path);
+	CHECK(eng, srsv_space_get_stats(eng->meta, &eng->first_stats[0]));
+	CHECK(eng, srsv_space_get_stats(eng->data, &eng->first_stats[1]));
+	eng->last_stats[0] = eng->first_stats[0];
+	eng->last_stats[1] = eng->first_stats[1];
 	t0 = now_ns();
 	deadline = t0 + (uint64_t)(seconds * 1e9);
 	for (; started < nr_threads; started++) {
@@ -997,7 +1071,17 @@ int main(int argc, char **argv)
 	       atomic_load(&eng->enospc));
 	printf("preemptive      %" PRIu64 " callback calls\n",
 	       atomic_load(&eng->preempt_calls));
-	print_flushes(&mi, &di);
+	{
+		struct srsv_space_stats ms, ds;
+
+		CHECK(eng, srsv_space_get_stats(eng->meta, &ms));
+		CHECK(eng, srsv_space_get_stats(eng->data, &ds));
+		print_flushes(&ms, &ds);
+		printf("why             ");
+		print_why("metadata", "run", &eng->first_stats[0], &ms);
+		printf("                ");
+		print_why("data", "run", &eng->first_stats[1], &ds);
+	}
 	printf("final counters:\n");
 	print_pool("metadata", &mi);
 	print_pool("data", &di);
