@@ -26,10 +26,11 @@ MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
 # suite compiles the headers as C++ and reads the library with nm/readelf;
 # python3 runs its scripts; liburing for the NOWAIT example; libfuse3-dev,
 # fuse3 and fio for spacefs and its suite; doxygen and man-db for the API
-# reference and its man pages; abigail-tools for the ABI check.
+# reference and its man pages, help2man for the tools' pages; abigail-tools
+# for the ABI check.
 FULL="$MINIMAL g++ binutils python3 liblttng-ust-dev lttng-tools babeltrace2
 python3-bt2 python3-matplotlib valgrind gcovr clang libclang-rt-14-dev
-liburing-dev libfuse3-dev fuse3 fio doxygen man-db abigail-tools"
+liburing-dev libfuse3-dev fuse3 fio doxygen man-db help2man abigail-tools"
 
 set_name=full update=false dry_run=false
 for arg in "$@"; do

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Plot the timelines of bench_stall (issue 3, seed 002).
 
@@ -22,13 +22,30 @@ and a last panel with the preemptive clamp.  Several result directories
 import argparse
 import csv
 import os
+import re
 import sys
 
-import matplotlib
+# matplotlib.pyplot and matplotlib.patches.Patch, imported by main() after
+# the arguments are parsed.
+plt = None
+Patch = None
 
-matplotlib.use("Agg")  # no display: write a file
-import matplotlib.patches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
+# The project version: tools/meson.build fills it in when it installs the
+# script; run from the source tree, the script reads it from meson.build.
+VERSION = "@VERSION@"
+
+
+def tool_version():
+    """The libspacersv version this script belongs to."""
+    if not VERSION.startswith("@"):
+        return VERSION
+    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir)
+    try:
+        with open(os.path.join(top, "meson.build"), encoding="utf-8") as f:
+            return re.search(r"\bversion: '([^']+)'", f.read()).group(1)
+    except (OSError, AttributeError):
+        return "unknown"
+
 
 MODES = ("tickets", "clamp1", "adaptive")
 LABELS = {
@@ -131,7 +148,7 @@ def draw_column(axes, data, workload, title, item):
         if m == modes[0]:
             h1, l1 = ax.get_legend_handles_labels()
             h2, l2 = ax2.get_legend_handles_labels()
-            h1.append(matplotlib.patches.Patch(color="tab:red", alpha=0.12))
+            h1.append(Patch(color="tab:red", alpha=0.12))
             l1.append("tickets queued")
             ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=6,
                       ncol=3)
@@ -166,9 +183,26 @@ def draw_column(axes, data, workload, title, item):
     axc.legend(loc="lower right", fontsize=6)
 
 
+def import_matplotlib():
+    """Import matplotlib (no display: it writes a file), or exit."""
+    global plt, Patch
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.patches
+        import matplotlib.pyplot
+    except ImportError as e:
+        sys.exit("plot_stall: needs matplotlib (Debian: python3-matplotlib, "
+                 "with /usr/bin/python3): %s" % e)
+    plt = matplotlib.pyplot
+    Patch = matplotlib.patches.Patch
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s (libspacersv) " + tool_version())
     ap.add_argument("csv_dirs", nargs="+")
     ap.add_argument("-o", "--output", default="stall.png")
     ap.add_argument("--workload", default="buffered")
@@ -183,7 +217,11 @@ def main():
     ap.add_argument("--smooth", type=int, default=5,
                     help="samples averaged in the time shares")
     args = ap.parse_args()
-    lo, hi = (float(x) for x in args.window.split(":"))
+    try:
+        lo, hi = (float(x) for x in args.window.split(":"))
+    except ValueError:
+        ap.error("--window takes LO:HI in ms, not %r" % args.window)
+    import_matplotlib()
     titles = args.titles.split(",") if args.titles else []
     titles += [""] * (len(args.csv_dirs) - len(titles))
 

@@ -10,12 +10,27 @@ front of the write position, the hint stays flat.
 """
 import argparse
 import csv
+import os
+import re
 import sys
 
-import matplotlib
+plt = None  # matplotlib.pyplot, imported by main() after the arguments
 
-matplotlib.use("Agg")  # no display needed
-import matplotlib.pyplot as plt  # noqa: E402
+# The project version: tools/meson.build fills it in when it installs the
+# script; run from the source tree, the script reads it from meson.build.
+VERSION = "@VERSION@"
+
+
+def tool_version():
+    """The libspacersv version this script belongs to."""
+    if not VERSION.startswith("@"):
+        return VERSION
+    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir)
+    try:
+        with open(os.path.join(top, "meson.build"), encoding="utf-8") as f:
+            return re.search(r"\bversion: '([^']+)'", f.read()).group(1)
+    except (OSError, AttributeError):
+        return "unknown"
 
 
 def read_csv(path):
@@ -30,13 +45,29 @@ def read_csv(path):
     return fill, hint, scan
 
 
+def import_matplotlib():
+    """Import matplotlib (no display: it writes a file), or exit."""
+    global plt
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+    except ImportError as e:
+        sys.exit("plot_zoned: needs matplotlib (Debian: python3-matplotlib, "
+                 "with /usr/bin/python3): %s" % e)
+    plt = matplotlib.pyplot
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s (libspacersv) " + tool_version())
     ap.add_argument("csv", help="bench_zoned CSV")
     ap.add_argument("png", help="output PNG")
     ap.add_argument("--title", default="Zoned allocator: hint vs. scan "
                     "(80,000 x 256 MiB zones, 1 MiB extents)")
     args = ap.parse_args()
+    import_matplotlib()
 
     fill, hint, scan = read_csv(args.csv)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """srsv-report: summarise an LTTng trace of libspacersv (provider spacersv).
 
@@ -36,6 +36,23 @@ import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
+
+# The project version: tools/meson.build fills it in when it installs the
+# script; run from the source tree, the script reads it from meson.build.
+VERSION = '@VERSION@'
+
+
+def tool_version():
+    """The libspacersv version this script belongs to."""
+    if not VERSION.startswith('@'):
+        return VERSION
+    top = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir)
+    try:
+        with open(os.path.join(top, 'meson.build'), encoding='utf-8') as f:
+            return re.search(r"\bversion: '([^']+)'", f.read()).group(1)
+    except (OSError, AttributeError):
+        return 'unknown'
+
 
 PROVIDER = 'spacersv'
 
@@ -718,6 +735,24 @@ def plot(events, out_png, title=None):
 
 # --------------------------------------------------------------------------
 
+def missing_imports(args):
+    """Why the run cannot go ahead with this Python, or None."""
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return ('--plot needs matplotlib (Debian: python3-matplotlib, '
+                    'with /usr/bin/python3)')
+    if args.backend == 'bt2' and not have_bt2():
+        return ('--backend bt2 needs the bt2 module (Debian: python3-bt2, '
+                'with /usr/bin/python3)')
+    if args.backend != 'bt2' and not have_bt2() and \
+            not shutil.which('babeltrace2'):
+        return ('reading a trace needs python3-bt2 or the babeltrace2 '
+                'program (Debian: babeltrace2)')
+    return None
+
+
 def _int_auto(s):
     return int(s, 0)
 
@@ -725,6 +760,8 @@ def _int_auto(s):
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description='Summarise a libspacersv LTTng trace.')
+    ap.add_argument('--version', action='version',
+                    version='%(prog)s (libspacersv) ' + tool_version())
     ap.add_argument('trace', help='trace directory (lttng create --output)')
     ap.add_argument('--backend', choices=('auto', 'bt2', 'text'),
                     default='auto',
@@ -737,6 +774,11 @@ def main(argv=None):
                     help='plot counters and clamp over time')
     args = ap.parse_args(argv)
 
+    # What the run will need, before the trace is read.
+    missing = missing_imports(args)
+    if missing:
+        print('srsv-report: %s' % missing, file=sys.stderr)
+        return 1
     try:
         events, backend = load_events(args.trace, args.backend)
         events = select(events, args.ctx, args.pool, args.pid)

@@ -469,6 +469,10 @@ static int opt_proc(void *data, const char *arg, int key,
 
 static void usage(const char *prog)
 {
+	const char *slash = strrchr(prog, '/');
+
+	if (slash)
+		prog = slash + 1;
 	printf("usage: %s MOUNTPOINT -o backing=DIR[,OPTIONS] [FUSE options]\n"
 	       "\n"
 	       "spacefs options:\n"
@@ -660,6 +664,7 @@ int main(int argc, char **argv)
 	o.preempt = 1;
 	o.commit = (int)cfg.commit_interval;
 	o.cfg = &cfg;
+	ret = 2;	/* bad usage until the arguments parse */
 	if (fuse_opt_parse(&args, &o, spec, opt_proc) || o.bad)
 		goto out_args;
 	if (fuse_parse_cmdline(&args, &copts))
@@ -683,6 +688,7 @@ int main(int argc, char **argv)
 			"and valid sizes\n");
 		goto out_cmdline;
 	}
+	ret = 1;
 	/* The kernel checks permissions against the modes we report. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
 	fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
