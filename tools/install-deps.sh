@@ -7,7 +7,8 @@
 #   (default)  everything the full test suite and .ci/run use: build tools,
 #              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
 #              gcovr, clang + its sanitizer/fuzzer runtime, liburing,
-#              FUSE 3 and fio (spacefs)
+#              FUSE 3, fio and the real clients of bench/spacefs-clients.sh
+#              (spacefs)
 #   --minimal  only what building the library, examples and unit tests needs
 #              (tools/run-demo.sh)
 #   --update   run `apt-get update` even when nothing is missing (CI does, so
@@ -31,6 +32,12 @@ MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
 FULL="$MINIMAL g++ binutils python3 liblttng-ust-dev lttng-tools babeltrace2
 python3-bt2 python3-matplotlib valgrind gcovr clang libclang-rt-14-dev
 liburing-dev libfuse3-dev fuse3 fio doxygen man-db help2man abigail-tools"
+# The real clients of bench/spacefs-clients.sh and the spacefs-clients suite
+# (stress-ng, dbench, fsmark's fs_mark, postmark, sysbench, sqlite3,
+# rocksdb-tools' db_bench, git) and the file systems it compares with
+# (btrfs-progs, e2fsprogs; losetup from util-linux).
+FULL="$FULL stress-ng dbench fsmark postmark sysbench sqlite3 rocksdb-tools git
+btrfs-progs e2fsprogs util-linux"
 
 set_name=full update=false dry_run=false
 for arg in "$@"; do

@@ -21,8 +21,12 @@
  * Data is copy-on-write in its accounting (the backing file is overwritten
  * in place, but the old block is treated as btrfs treats it): a page that
  * writeback rewrites, truncates or deletes is pinned, used -> pinned, until
- * the next commit; so is the old copy of an inode's leaf, copied once per
- * transaction by the first change to it.  COMMIT_TRANS runs the delayed
+ * the next commit; so is the old copy of a metadata leaf, copied once per
+ * transaction by the first change to it.  Leaves are shared: the items of
+ * SFS_LEAF_INODES consecutive inode numbers live in one, as btrfs's items
+ * keyed by inode number share leaves, so a small file costs a
+ * thirty-second of a leaf, not 16 KiB; a leaf is allocated with its first
+ * inode and freed (pinned) with its last.  COMMIT_TRANS runs the delayed
  * items, fdatasync()s every file written in the transaction, starts the
  * next one and only then unpins what the old one pinned (the new copies are
  * durable, the old ones may be reused), in both pools, and frees the
@@ -174,20 +178,154 @@ void sfs__pin_locked(struct sfs *fs, struct sinode *ino, uint64_t pages,
 	}
 }
 
+static size_t leaf_slot(uint64_t id, size_t size)
+{
+	return (size_t)((id * UINT64_C(0x9e3779b97f4a7c15)) >> 32) &
+	       (size - 1);
+}
+
+static struct leaf *leaf_find(struct sfs *fs, uint64_t id)
+{
+	if (!fs->leaves_size)
+		return NULL;
+	for (struct leaf *l = fs->leaves[leaf_slot(id, fs->leaves_size)]; l;
+	     l = l->next)
+		if (l->id == id)
+			return l;
+	return NULL;
+}
+
+/* The leaf of @id, created (not yet counted) if missing; NULL: no memory. */
+static struct leaf *leaf_get(struct sfs *fs, uint64_t id)
+{
+	struct leaf *l = leaf_find(fs, id);
+	size_t slot;
+
+	if (l)
+		return l;
+	if (fs->nr_leaves >= 2 * fs->leaves_size) {
+		size_t size = fs->leaves_size ? fs->leaves_size * 2 : 256;
+		struct leaf **t = calloc(size, sizeof(*t));
+
+		if (t) {
+			for (size_t i = 0; i < fs->leaves_size; i++) {
+				struct leaf *n, *next;
+
+				for (n = fs->leaves[i]; n; n = next) {
+					next = n->next;
+					n->next = t[leaf_slot(n->id, size)];
+					t[leaf_slot(n->id, size)] = n;
+				}
+			}
+			free(fs->leaves);
+			fs->leaves = t;
+			fs->leaves_size = size;
+		} else if (!fs->leaves_size) {
+			return NULL;
+		}
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->id = id;
+	slot = leaf_slot(id, fs->leaves_size);
+	l->next = fs->leaves[slot];
+	fs->leaves[slot] = l;
+	return l;
+}
+
+static void leaf_remove(struct sfs *fs, struct leaf *l)
+{
+	struct leaf **pp = &fs->leaves[leaf_slot(l->id, fs->leaves_size)];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == l) {
+			*pp = l->next;
+			free(l);
+			return;
+		}
+	}
+}
+
+int sfs__leaf_add_scanned(struct sfs *fs, uint64_t ino)
+{
+	struct leaf *l;
+
+	pthread_mutex_lock(&fs->trans_lock);
+	l = leaf_get(fs, ino / SFS_LEAF_INODES);
+	if (l) {
+		if (!l->nr_inodes++)
+			fs->nr_leaves++;
+		fs->nr_inode_items++;
+	}
+	pthread_mutex_unlock(&fs->trans_lock);
+	return l ? 0 : -ENOMEM;
+}
+
+void sfs__leaves_destroy(struct sfs *fs)
+{
+	for (size_t i = 0; i < fs->leaves_size; i++) {
+		struct leaf *l, *next;
+
+		for (l = fs->leaves[i]; l; l = next) {
+			next = l->next;
+			free(l);
+		}
+	}
+	free(fs->leaves);
+	fs->leaves = NULL;
+	fs->leaves_size = 0;
+}
+
+/* Copy @l for this transaction if it has not been yet: the old copy is
+ * pinned; returns the bytes of the new copy (SFS_NODE or 0). */
+static uint64_t leaf_cow(struct sfs *fs, struct leaf *l)
+{
+	if (l->cow_trans == fs->trans)
+		return 0;
+	sfs__pin_locked(fs, NULL, 0, SFS_NODE);
+	l->cow_trans = fs->trans;
+	return SFS_NODE;
+}
+
 uint64_t sfs__leaf_cow_locked(struct sfs *fs, struct sinode *ino)
 {
+	struct leaf *l;
+
 	if (ino->deleted)
 		return 0;
-	if (ino->leaf_exists && ino->leaf_trans == fs->trans)
-		return 0;	/* already copied in this transaction */
-	if (ino->leaf_exists) {
-		sfs__pin_locked(fs, NULL, 0, SFS_NODE);
-	} else {
+	l = leaf_get(fs, ino->ino / SFS_LEAF_INODES);
+	if (!l)
+		return 0;	/* no memory: the leaf is not counted */
+	if (!ino->leaf_exists) {
 		ino->leaf_exists = true;
-		fs->nr_leaves++;
+		fs->nr_inode_items++;
+		if (!l->nr_inodes++) {
+			/* a new leaf: allocated, nothing to pin */
+			fs->nr_leaves++;
+			l->cow_trans = fs->trans;
+			return SFS_NODE;
+		}
 	}
-	ino->leaf_trans = fs->trans;
-	return SFS_NODE;
+	return leaf_cow(fs, l);
+}
+
+/* @ino's items leave its leaf: the last inode frees it (pinned until the
+ * commit), any other copies it.  Returns the bytes allocated. */
+static uint64_t leaf_del_locked(struct sfs *fs, struct sinode *ino)
+{
+	struct leaf *l = leaf_find(fs, ino->ino / SFS_LEAF_INODES);
+
+	if (!ino->leaf_exists || !l)
+		return 0;
+	ino->leaf_exists = false;
+	fs->nr_inode_items--;
+	if (--l->nr_inodes)
+		return leaf_cow(fs, l);
+	fs->nr_leaves--;
+	sfs__pin_locked(fs, NULL, 0, SFS_NODE);
+	leaf_remove(fs, l);
+	return 0;
 }
 
 /* ---- delayed items ---- */
@@ -249,11 +387,8 @@ static void item_apply(struct sfs *fs, struct item *it)
 	for (int i = 0; i < 3; i++)
 		if (it->cow[i] && it->cow[i] != it->del)
 			used += sfs__leaf_cow_locked(fs, it->cow[i]);
-	if (it->del && it->del->leaf_exists) {
-		it->del->leaf_exists = false;
-		fs->nr_leaves--;
-		sfs__pin_locked(fs, NULL, 0, SFS_NODE);
-	}
+	if (it->del)
+		used += leaf_del_locked(fs, it->del);
 	item_take(fs);
 	if (used) {
 		srsv_space_alloc(fs->meta, used);
@@ -564,15 +699,22 @@ static int setup_tenants(struct sfs *fs, const uint64_t *pages)
 	return 0;
 }
 
-static void raise_nofile(void)
+/* One backing fd per file in use: raise the soft limit to the hard one,
+ * and start closing idle descriptors at half of it. */
+static uint64_t raise_nofile(void)
 {
 	struct rlimit rl;
 
-	/* One backing fd per file in use. */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 512;
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 20))
+		return 1u << 19;
+	return rl.rlim_cur / 2 > 64 ? rl.rlim_cur / 2 : 64;
 }
 
 static void fs_free(struct sfs *fs)
@@ -586,6 +728,7 @@ static void fs_free(struct sfs *fs)
 		free(it);
 	}
 	sfs__itable_destroy(fs);
+	sfs__leaves_destroy(fs);
 	if (fs->dirfd >= 0)
 		close(fs->dirfd);
 	if (fs->trace)
@@ -600,6 +743,7 @@ static void fs_free(struct sfs *fs)
 	pthread_mutex_destroy(&fs->stop_lock);
 	pthread_cond_destroy(&fs->stop_cond);
 	pthread_mutex_destroy(&fs->trace_lock);
+	pthread_mutex_destroy(&fs->fd_reclaim_lock);
 	free(fs);
 }
 
@@ -631,12 +775,15 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 	pthread_mutex_init(&fs->stop_lock, NULL);
 	pthread_cond_init(&fs->stop_cond, NULL);
 	pthread_mutex_init(&fs->trace_lock, NULL);
+	pthread_mutex_init(&fs->fd_reclaim_lock, NULL);
 	fs->items_tail = &fs->items_head;
 	fs->trans = 1;
 	fs->t0_ns = sfs__now_ns();
 	atomic_init(&fs->check_result, 1);
 	atomic_init(&fs->preempt, cfg->preempt);
-	raise_nofile();
+	fs->fd_budget = raise_nofile();
+	if (cfg->fd_budget)
+		fs->fd_budget = cfg->fd_budget;
 
 	fs->dirfd = open(cfg->backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs->dirfd < 0) {
@@ -679,7 +826,7 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 				   256 * SFS_MiB);
 	fs->meta_chunk -= fs->meta_chunk % SFS_MiB;
 	data_used = data_pages * SFS_PAGE;
-	meta_used = inodes * SFS_NODE;
+	meta_used = fs->nr_leaves * SFS_NODE;
 	/* The option, or what the tree's leaves and the global reserve need
 	 * if that is more. */
 	meta_total = sfs__max(cfg->meta_bytes,
@@ -722,7 +869,6 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 	if (ret)
 		goto fail;
 	fs->used_pages = data_pages;
-	fs->nr_leaves = inodes;
 
 	if (cfg->commit_interval) {
 		ret = -pthread_create(&fs->committer, NULL, committer_main, fs);
@@ -878,15 +1024,16 @@ int sfs_statfs(struct sfs *fs, struct statvfs *st)
 	st->f_blocks = fs->cfg.capacity / SFS_PAGE;
 	st->f_bfree = avail / SFS_PAGE;
 	st->f_bavail = avail / SFS_PAGE;
-	/* Inodes are spacefs's own: each costs one leaf of metadata, so the
-	 * free ones are what the metadata pool and the unallocated space
-	 * can still hold (btrfs, which has no inode table, reports 0). */
+	/* Inodes are spacefs's own: each takes SFS_INODE_BYTES of a shared
+	 * leaf, so the free ones are what the metadata pool and the
+	 * unallocated space can still hold at that rate (btrfs, which has no
+	 * inode table, reports 0). */
 	busy = mi.used + mi.reserved + mi.pinned + mi.may_use + mi.readonly;
 	meta_free = unalloc + (mi.total > busy ? mi.total - busy : 0);
 	pthread_mutex_lock(&fs->trans_lock);
-	leaves = fs->nr_leaves;
+	leaves = fs->nr_inode_items;
 	pthread_mutex_unlock(&fs->trans_lock);
-	st->f_ffree = meta_free / SFS_NODE;
+	st->f_ffree = meta_free / SFS_INODE_BYTES;
 	st->f_favail = st->f_ffree;
 	st->f_files = leaves + st->f_ffree;
 	st->f_namemax = b.f_namemax;
@@ -1021,6 +1168,8 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("trans", fs->trans);
 	S("engine.used_bytes", fs->used_pages * SFS_PAGE);
 	S("engine.leaves", fs->nr_leaves);
+	S("engine.inodes", fs->nr_inode_items);
+	S("backing_fds", atomic_load(&fs->nr_fds));
 	pthread_mutex_unlock(&fs->trans_lock);
 	srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl);
 	S("rsv.delalloc", dl.reserved);

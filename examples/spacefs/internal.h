@@ -68,7 +68,10 @@ struct sinode {
 
 	pthread_mutex_t wlock;		/* writers, truncate, fsync */
 	pthread_rwlock_t lock;		/* everything below up to "trans" */
-	int fd;				/* O_RDWR backing fd, -1 until open */
+	int fd;				/* O_RDWR backing fd, -1 until open
+					 * (and again once idle: see
+					 * sfs__close_idle()) */
+	_Atomic unsigned nr_open;	/* handles and callers using fd */
 	bool loaded;			/* size and bitmap read from backing */
 	uint64_t size;			/* in-memory i_size */
 	struct page **pht;		/* dirty pages, hashed by index */
@@ -84,9 +87,8 @@ struct sinode {
 	unsigned nr_extents;		/* extents not finished yet */
 
 	/* trans_lock */
-	bool deleted;			/* last link gone: no leaf any more */
-	bool leaf_exists;		/* its metadata leaf is allocated */
-	uint64_t leaf_trans;		/* transaction that last copied it */
+	bool deleted;			/* last link gone: no items any more */
+	bool leaf_exists;		/* its items are in a leaf */
 	uint64_t sync_trans;		/* on this transaction's file list */
 	struct sinode *trans_next;	/* file list link */
 };
@@ -104,6 +106,15 @@ struct item {
 	struct item *next;
 	struct sinode *cow[3];		/* leaves copied (NULL: none) */
 	struct sinode *del;		/* leaf freed (NULL: none) */
+};
+
+/* A metadata leaf: the items of SFS_LEAF_INODES consecutive inode numbers
+ * (trans_lock).  Allocated with its first inode, freed with its last. */
+struct leaf {
+	struct leaf *next;		/* hash chain */
+	uint64_t id;			/* inode number / SFS_LEAF_INODES */
+	uint32_t nr_inodes;		/* inodes with items in it */
+	uint64_t cow_trans;		/* transaction that last copied it */
 };
 
 struct tenant {
@@ -144,6 +155,9 @@ struct sfs {
 	uint64_t pinned_meta;
 	uint64_t used_pages;		/* engine's view of data used */
 	uint64_t nr_leaves;		/* engine's view of metadata used */
+	uint64_t nr_inode_items;	/* inodes with items (df -i used) */
+	struct leaf **leaves;		/* leaf table, hashed by id */
+	size_t leaves_size;		/* buckets, power of two */
 
 	/* delayed items */
 	pthread_mutex_t items_lock;
@@ -168,6 +182,11 @@ struct sfs {
 	FILE *trace;
 	uint64_t t0_ns;
 
+	/* backing descriptors: one per inode in use, closed when idle */
+	_Atomic uint64_t nr_fds;
+	uint64_t fd_budget;		/* nr_fds that starts closing idle ones */
+	pthread_mutex_t fd_reclaim_lock;
+
 	/* statistics */
 	_Atomic uint64_t writes, written, enospc, edquot, eagain;
 	_Atomic uint64_t throttles, wb_extents, wb_bytes, wb_pinned;
@@ -190,6 +209,10 @@ void sfs__pin_locked(struct sfs *fs, struct sinode *ino, uint64_t pages,
 /* Copy @ino's leaf if this transaction has not yet: returns the metadata
  * bytes allocated (SFS_NODE or 0).  Call with trans_lock held. */
 uint64_t sfs__leaf_cow_locked(struct sfs *fs, struct sinode *ino);
+/* Count @ino's items in its leaf at mount (the scan): allocates the leaf
+ * if it is the first.  -ENOMEM. */
+int sfs__leaf_add_scanned(struct sfs *fs, uint64_t ino);
+void sfs__leaves_destroy(struct sfs *fs);
 /* Reserve one delayed item's metadata (may wait unless @mode is NO_FLUSH). */
 int sfs__item_reserve(struct sfs *fs, enum srsv_flush mode);
 /* Give back a reservation from sfs__item_reserve() (the operation failed). */
@@ -243,6 +266,10 @@ int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
 int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,
 	      uint64_t tenant_pages[SFS_MAX_TENANTS]);
 void sfs__itable_destroy(struct sfs *fs);
+/* Close the backing fd of every inode nobody uses: no handle, no dirty
+ * page, no extent in flight, not on the running transaction's file list.
+ * Returns how many were closed.  Takes commit_lock: call with no lock. */
+uint64_t sfs__close_idle(struct sfs *fs);
 
 static inline uint64_t sfs__min(uint64_t a, uint64_t b)
 {

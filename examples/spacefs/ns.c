@@ -18,12 +18,22 @@
  *
  * Space at mount: the backing tree is scanned, each file's allocated pages
  * counted with SEEK_DATA / SEEK_HOLE (a file written through spacefs has
- * exactly the pages it wrote allocated), each inode counted as one leaf,
+ * exactly the pages it wrote allocated), each inode's items counted in
+ * the leaf of its number (SFS_LEAF_INODES consecutive numbers share one),
  * and the pools are created already holding that much used space.
+ *
+ * Descriptors: an inode keeps its backing fd from first use, so writeback
+ * and the commit's fdatasync() can reach it after the last close.  Past
+ * fs->fd_budget (half of RLIMIT_NOFILE) the opener writes everything back,
+ * commits and closes the fds that nothing needs any more (no handle, no
+ * dirty page, no extent in flight, not on the running transaction's file
+ * list); they are opened again by path on the next use.  20,000 small files
+ * used to end in EMFILE and a daemon that could not finish its unmount.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -283,10 +293,12 @@ struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,
 	return n;
 }
 
-static void ifree(struct sinode *n)
+static void ifree(struct sfs *fs, struct sinode *n)
 {
-	if (n->fd >= 0)
+	if (n->fd >= 0) {
 		close(n->fd);
+		atomic_fetch_sub(&fs->nr_fds, 1);
+	}
 	sfs__free_pages(n);
 	free(n->alloc);
 	pthread_mutex_destroy(&n->wlock);
@@ -296,9 +308,8 @@ static void ifree(struct sinode *n)
 
 void sfs__iput(struct sfs *fs, struct sinode *n)
 {
-	(void)fs;
 	if (n && atomic_fetch_sub(&n->refs, 1) == 1)
-		ifree(n);
+		ifree(fs, n);
 }
 
 /* Remove a deleted inode from the table (drops the table's reference). */
@@ -360,22 +371,121 @@ static int parent_iget(struct sfs *fs, const char *path, struct sinode **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-/* Open the backing file of a regular inode and load it. */
+/* Too many backing descriptors, or the open just failed with EMFILE:
+ * write everything back, commit and close the idle ones (one thread at a
+ * time; the others go on).  No lock held. */
+static void fd_reclaim(struct sfs *fs, bool force)
+{
+	uint64_t closed;
+
+	if (!force && atomic_load(&fs->nr_fds) <= fs->fd_budget)
+		return;
+	if (pthread_mutex_trylock(&fs->fd_reclaim_lock))
+		return;
+	sfs_sync(fs);
+	closed = sfs__close_idle(fs);
+	sfs__trace(fs, "fd_reclaim closed=%" PRIu64 " open=%" PRIu64, closed,
+		   (uint64_t)atomic_load(&fs->nr_fds));
+	pthread_mutex_unlock(&fs->fd_reclaim_lock);
+}
+
+/* openat() that makes room once when the process is out of descriptors. */
+static int open_backing(struct sfs *fs, const char *path, int flags,
+			mode_t mode)
+{
+	int fd = openat(fs->dirfd, rel(path), flags, mode);
+
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		fd_reclaim(fs, true);
+		fd = openat(fs->dirfd, rel(path), flags, mode);
+	}
+	if (fd >= 0)
+		atomic_fetch_add(&fs->nr_fds, 1);
+	return fd;
+}
+
+/* Open the backing file of a regular inode (if it is not), load it, and
+ * count the caller as a user of the fd (unpin() when done, or the handle's
+ * release). */
 static int ensure_open(struct sfs *fs, struct sinode *n, const char *path)
 {
 	int ret = 0;
 
+	fd_reclaim(fs, false);
 	pthread_rwlock_wrlock(&n->lock);
 	if (n->fd < 0) {
-		n->fd = openat(fs->dirfd, rel(path),
-			       O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (n->fd < 0)
-			ret = -errno;
+		pthread_rwlock_unlock(&n->lock);
+		/* Opened without the lock: the open may have to reclaim,
+		 * which writes back, which takes the lock. */
+		int fd = open_backing(fs, path, O_RDWR | O_CLOEXEC |
+				      O_NOFOLLOW, 0);
+
+		if (fd < 0)
+			return -errno;
+		pthread_rwlock_wrlock(&n->lock);
+		if (n->fd < 0) {
+			n->fd = fd;
+		} else {
+			close(fd);
+			atomic_fetch_sub(&fs->nr_fds, 1);
+		}
 	}
+	ret = sfs__load_locked(n);
 	if (!ret)
-		ret = sfs__load_locked(n);
+		atomic_fetch_add(&n->nr_open, 1);
 	pthread_rwlock_unlock(&n->lock);
 	return ret;
+}
+
+static void unpin(struct sinode *n)
+{
+	atomic_fetch_sub(&n->nr_open, 1);
+}
+
+uint64_t sfs__close_idle(struct sfs *fs)
+{
+	struct sinode **v;
+	size_t nr = 0, cap;
+	uint64_t closed = 0;
+
+	pthread_mutex_lock(&fs->itable_lock);
+	cap = fs->nr_inodes;
+	v = cap ? malloc(cap * sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < fs->itable_size; i++)
+		for (struct sinode *n = fs->itable[i]; n && nr < cap;
+		     n = n->hnext)
+			if (n->is_reg && !atomic_load(&n->nr_open)) {
+				sfs__iget_ref(n);
+				v[nr++] = n;
+			}
+	pthread_mutex_unlock(&fs->itable_lock);
+	/* No commit in flight: it fdatasync()s the files of its list. */
+	pthread_mutex_lock(&fs->commit_lock);
+	for (size_t i = 0; i < nr; i++) {
+		struct sinode *n = v[i];
+		bool busy;
+
+		pthread_rwlock_wrlock(&n->lock);
+		pthread_mutex_lock(&fs->wb_lock);
+		busy = n->nr_extents != 0;
+		pthread_mutex_unlock(&fs->wb_lock);
+		pthread_mutex_lock(&fs->trans_lock);
+		busy |= n->sync_trans == fs->trans;
+		pthread_mutex_unlock(&fs->trans_lock);
+		/* Handles and pins are taken under this lock: none now. */
+		if (!busy && n->fd >= 0 && !n->nr_pages &&
+		    !atomic_load(&n->nr_open)) {
+			close(n->fd);
+			n->fd = -1;
+			atomic_fetch_sub(&fs->nr_fds, 1);
+			closed++;
+		}
+		pthread_rwlock_unlock(&n->lock);
+		sfs__iput(fs, n);
+	}
+	pthread_mutex_unlock(&fs->commit_lock);
+	free(v);
+	return closed;
 }
 
 /* ---- deletion: the data goes to pinned until the commit ---- */
@@ -555,7 +665,7 @@ static int remove_name(struct sfs *fs, const char *path, bool dir)
 {
 	struct sinode *n = NULL, *parent = NULL;
 	struct stat st = { 0 };
-	bool last;
+	bool last, pinned = false;
 	int ret;
 
 	if (path_tenant(fs, path) < 0 && dir) {
@@ -573,8 +683,10 @@ static int remove_name(struct sfs *fs, const char *path, bool dir)
 		ret = parent_iget(fs, path, &parent);
 	last = dir || st.st_nlink <= 1;
 	/* Count the file's blocks while its name still opens it. */
-	if (!ret && n->is_reg && last)
+	if (!ret && n->is_reg && last) {
 		ret = ensure_open(fs, n, path);
+		pinned = !ret;
+	}
 	if (!ret && (dir ? unlinkat(fs->dirfd, rel(path), AT_REMOVEDIR) :
 			   unlinkat(fs->dirfd, rel(path), 0)))
 		ret = -errno;
@@ -586,6 +698,8 @@ static int remove_name(struct sfs *fs, const char *path, bool dir)
 	} else {
 		sfs__item_queue(fs, parent, n, NULL, NULL);
 	}
+	if (pinned)
+		unpin(n);
 	if (n)
 		sfs__iput(fs, n);
 	if (parent)
@@ -608,7 +722,7 @@ int sfs_rename(struct sfs *fs, const char *from, const char *to,
 {
 	struct sinode *n = NULL, *victim = NULL, *pfrom = NULL, *pto = NULL;
 	struct stat st, vst;
-	bool have_victim;
+	bool have_victim, pinned = false;
 	int ret;
 
 	/* Tenants are separate trees, as btrfs subvolumes: a rename or link
@@ -628,8 +742,10 @@ int sfs_rename(struct sfs *fs, const char *from, const char *to,
 		      vst.st_ino != st.st_ino;
 	if (have_victim) {
 		ret = path_iget(fs, to, &vst, &victim);
-		if (!ret && victim->is_reg && vst.st_nlink <= 1)
+		if (!ret && victim->is_reg && vst.st_nlink <= 1) {
 			ret = ensure_open(fs, victim, to);
+			pinned = !ret;
+		}
 	}
 	if (!ret && renameat2(fs->dirfd, rel(from), fs->dirfd, rel(to), flags))
 		ret = -errno;
@@ -642,6 +758,8 @@ int sfs_rename(struct sfs *fs, const char *from, const char *to,
 			inode_delete(fs, victim);
 		sfs__item_queue(fs, pfrom, pto, n, gone ? victim : NULL);
 	}
+	if (pinned)
+		unpin(victim);
 	if (n)
 		sfs__iput(fs, n);
 	if (victim)
@@ -810,10 +928,13 @@ int sfs_truncate(struct sfs *fs, const char *path, off_t size)
 		return ret;
 	if (!n->is_reg)
 		ret = -EINVAL;
-	if (!ret)
+	if (!ret) {
 		ret = ensure_open(fs, n, path);
-	if (!ret)
-		ret = truncate_inode(fs, n, size);
+		if (!ret) {
+			ret = truncate_inode(fs, n, size);
+			unpin(n);
+		}
+	}
 	sfs__iput(fs, n);
 	return ret;
 }
@@ -848,10 +969,14 @@ int sfs_open(struct sfs *fs, const char *path, int flags,
 		return ret;
 	if (!n->is_reg)
 		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	if (!ret)
+	if (!ret) {
 		ret = ensure_open(fs, n, path);
-	if (!ret)
-		ret = new_file(n, flags, out);
+		if (!ret) {
+			ret = new_file(n, flags, out);
+			if (ret)
+				unpin(n);
+		}
+	}
 	if (ret)
 		sfs__iput(fs, n);
 	return ret;
@@ -866,8 +991,10 @@ int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
 	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
 	if (ret)
 		return ret;
-	fd = openat(fs->dirfd, rel(path),
-		    O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW, mode);
+	fd_reclaim(fs, false);
+	fd = open_backing(fs, path,
+			  O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOFOLLOW,
+			  mode);
 	if (fd < 0) {
 		ret = -errno;
 		sfs__item_unreserve(fs);
@@ -878,17 +1005,25 @@ int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
 	ret = created(fs, path, &n);
 	if (ret) {
 		close(fd);
+		atomic_fetch_sub(&fs->nr_fds, 1);
 		return ret;
 	}
 	pthread_rwlock_wrlock(&n->lock);
-	if (n->fd < 0)
+	if (n->fd < 0) {
 		n->fd = fd;
-	else
+	} else {
 		close(fd);
+		atomic_fetch_sub(&fs->nr_fds, 1);
+	}
 	ret = sfs__load_locked(n);
-	pthread_rwlock_unlock(&n->lock);
 	if (!ret)
+		atomic_fetch_add(&n->nr_open, 1);
+	pthread_rwlock_unlock(&n->lock);
+	if (!ret) {
 		ret = new_file(n, flags, out);
+		if (ret)
+			unpin(n);
+	}
 	if (ret)
 		sfs__iput(fs, n);
 	return ret;
@@ -896,6 +1031,7 @@ int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
 
 void sfs_release(struct sfs *fs, struct sfs_file *f)
 {
+	unpin(f->ino);
 	sfs__iput(fs, f->ino);
 	free(f);
 }
@@ -962,6 +1098,9 @@ static int scan_dir(struct sfs *fs, struct scan *sc, int dfd, int tenant,
 		    seen_link(sc, (uint64_t)st.st_ino))
 			continue;
 		sc->inodes++;
+		ret = sfs__leaf_add_scanned(fs, (uint64_t)st.st_ino);
+		if (ret)
+			break;
 		if (top)
 			for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
 				if (!strcmp(de->d_name, fs->tenants[i].name))
@@ -1004,11 +1143,18 @@ int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,
 {
 	struct scan sc = { 0 };
 	int dfd = openat(fs->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
 	int ret;
 
 	if (dfd < 0)
 		return -errno;
 	sc.inodes = 1;		/* the root directory */
+	ret = fstat(dfd, &st) ? -errno :
+	      sfs__leaf_add_scanned(fs, (uint64_t)st.st_ino);
+	if (ret) {
+		close(dfd);
+		return ret;
+	}
 	ret = scan_dir(fs, &sc, dfd, -1, true);
 	free(sc.links);
 	if (ret)

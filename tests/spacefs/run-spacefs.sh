@@ -135,24 +135,29 @@ control() {
 
 # check_at_rest: sync, the engine's check, and the pools against the backing
 # tree: data used = the files' data pages, metadata used = one 16 KiB leaf
-# per inode, nothing pinned, reserved or promised.
+# per 32 consecutive inode numbers in use, nothing pinned, reserved or
+# promised.
 check_at_rest() {
-	local usage data inodes
+	local usage data inodes leaves
 	control check
 	[ "$(ctl check)" = ok ] || fail "engine accounting check failed"
 	usage=$(timeout $T "$CLIENT" usage "$BACK") || fail "usage"
 	data=${usage#data=}
 	data=${data%% *}
+	leaves=${usage##*leaves=}
 	inodes=${usage##*inodes=}
+	inodes=${inodes%% *}
 	[ "$(ctl data.used)" = "$data" ] ||
 		fail "data.used $(ctl data.used) != backing data $data"
-	[ "$(ctl meta.used)" = $((inodes * 16384)) ] ||
-		fail "meta.used $(ctl meta.used) != $inodes inodes x 16 KiB"
+	[ "$(ctl meta.used)" = $((leaves * 16384)) ] ||
+		fail "meta.used $(ctl meta.used) != $leaves leaves x 16 KiB"
+	[ "$(ctl engine.inodes)" = "$inodes" ] ||
+		fail "engine.inodes $(ctl engine.inodes) != $inodes inodes"
 	for k in data.pinned data.reserved data.may_use meta.pinned \
 		 meta.reserved dirty_bytes; do
 		[ "$(ctl $k)" = 0 ] || fail "$k is $(ctl $k) at rest"
 	done
-	echo "at rest: data.used $data = backing data, meta.used = $inodes leaves"
+	echo "at rest: data.used $data = backing data, meta.used = $leaves leaves of $inodes inodes"
 }
 
 run() {
@@ -379,14 +384,15 @@ scenario_usability() {
 	run sync "$MNT/d" || fail "sync DIR"
 	[ "$(ctl data.pinned)" = 0 ] || fail "fsync of a directory did not commit"
 
-	# df -i: spacefs's inodes (one leaf each), not the backing file system's.
+	# df -i: spacefs's inodes (512 bytes of a shared leaf each), not the
+	# backing file system's.
 	for i in $(seq 100); do echo "$i" >"$MNT/d/small.$i"; done
 	run sync "$MNT" || fail "sync"
 	read -r iused ifree <<<"$(df --output=iused,iavail "$MNT" | tail -n 1)"
-	[ "$iused" = "$(ctl engine.leaves)" ] ||
-		fail "df -i used $iused, engine leaves $(ctl engine.leaves)"
+	[ "$iused" = "$(ctl engine.inodes)" ] ||
+		fail "df -i used $iused, engine inodes $(ctl engine.inodes)"
 	[ "$iused" -ge 102 ] || fail "df -i used $iused with 102 inodes"
-	[ "$ifree" -le $(((256 << 20) / 16384)) ] ||
+	[ "$ifree" -le $(((256 << 20) / 512)) ] ||
 		fail "df -i free $ifree is more than the capacity holds"
 	echo "df -i: used $iused, free $ifree"
 

@@ -29,7 +29,7 @@
  * result=N|errno=NAME".
  *
  * usage: what a backing tree holds, the way the tests compare it with the
- * pools: "data=BYTES inodes=N", where BYTES counts the 4 KiB pages of
+ * pools: "data=BYTES inodes=N leaves=L", where BYTES counts the 4 KiB pages of
  * regular files that hold data (SEEK_DATA / SEEK_HOLE) and N the distinct
  * inodes, the root included.
  *
@@ -361,6 +361,8 @@ static int do_nowait(const char *path, uint64_t off, uint64_t len)
 }
 
 static uint64_t usage_pages, usage_inodes;
+static uint64_t *usage_leaf_ids;	/* st_ino / 32 of every inode */
+static size_t usage_cap_ids;
 static uint64_t *usage_links;
 static size_t usage_nr_links;
 
@@ -411,18 +413,43 @@ static int usage_one(const char *path, const struct stat *st, int type,
 			return -1;
 		usage_links[usage_nr_links++] = (uint64_t)st->st_ino;
 	}
-	usage_inodes++;
+	if (usage_inodes == usage_cap_ids) {
+		size_t cap = usage_cap_ids ? usage_cap_ids * 2 : 1024;
+		uint64_t *n = realloc(usage_leaf_ids, cap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		usage_leaf_ids = n;
+		usage_cap_ids = cap;
+	}
+	/* spacefs keeps the items of 32 consecutive inode numbers in one
+	 * leaf (SFS_LEAF_INODES). */
+	usage_leaf_ids[usage_inodes++] = (uint64_t)st->st_ino / 32;
 	if (S_ISREG(st->st_mode))
 		usage_pages += file_pages(path, (uint64_t)st->st_size);
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int do_usage(const char *dir)
 {
+	uint64_t leaves = 0;
+
 	if (nftw(dir, usage_one, 64, FTW_PHYS | FTW_MOUNT))
 		return 1;
-	printf("data=%" PRIu64 " inodes=%" PRIu64 "\n", usage_pages * 4096,
-	       usage_inodes);
+	qsort(usage_leaf_ids, usage_inodes, sizeof(uint64_t), cmp_u64);
+	for (size_t i = 0; i < usage_inodes; i++)
+		if (!i || usage_leaf_ids[i] != usage_leaf_ids[i - 1])
+			leaves++;
+	printf("data=%" PRIu64 " inodes=%" PRIu64 " leaves=%" PRIu64 "\n",
+	       usage_pages * 4096, usage_inodes, leaves);
+	free(usage_leaf_ids);
 	return 0;
 }
 
