@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nowait_uring: buffered writes through io_uring, each reserved inline with
- * a NOWAIT reservation and handed to a worker thread only when the library
- * answers -EAGAIN (issue 8; seeds 000, 001, 003).  The engine and the
- * writer are in nowait_uring.h (shared with bench/nowait.c), which explains
- * the design.
+ * a NOWAIT reservation.  When the library answers -EAGAIN, the write is
+ * either handed to a worker thread that blocks (the default, io_uring's
+ * io-wq punt; seeds 000, 001, 003), or, with --async, its reservation is
+ * queued as an asynchronous ticket (srsv_delalloc_reserve_async()) and the
+ * ring itself waits for the completion queue's fd (IORING_OP_POLL_ADD):
+ * no thread waits for space.  The engine and the writer are in
+ * nowait_uring.h (shared with bench/nowait.c), which explains the design.
  *
  * It writes a file of --blocks 4 KiB blocks sequentially (--passes times),
  * prints how many writes went inline and how many were punted, and reads
@@ -16,7 +19,8 @@
  *
  * Usage: nowait_uring [--blocks N] [--passes N] [--qd N] [--dir DIR]
  *                     [--meta-mib N] [--no-preempt]
- *                     [--kernel-nowait auto|on|off] [--punt-all | --psync]
+ *                     [--kernel-nowait auto|on|off]
+ *                     [--punt-all | --psync | --async | --blocking]
  *                     [--wait-eventfd]
  */
 #include <getopt.h>
@@ -38,6 +42,9 @@ static void usage(FILE *f)
 		"                      on, off (default auto)\n"
 		"  --punt-all          punt every write (io_uring before NOWAIT)\n"
 		"  --psync             inline writes with pwrite(), not the ring\n"
+		"  --async             on -EAGAIN, an asynchronous reservation\n"
+		"                      waited for in the ring (POLL_ADD), no punt\n"
+		"  --blocking          reserve in blocking mode in the submitter\n"
 		"  --wait-eventfd      wait for completions on an eventfd (always\n"
 		"                      under valgrind)\n",
 		NU_MAX_QD);
@@ -68,6 +75,8 @@ int main(int argc, char **argv)
 		{ "kernel-nowait", required_argument, NULL, 'k' },
 		{ "punt-all", no_argument, NULL, 'P' },
 		{ "psync", no_argument, NULL, 'S' },
+		{ "async", no_argument, NULL, 'A' },
+		{ "blocking", no_argument, NULL, 'B' },
 		{ "wait-eventfd", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -120,6 +129,12 @@ int main(int argc, char **argv)
 		case 'S':
 			cfg.mode = NU_MODE_PSYNC;
 			break;
+		case 'A':
+			cfg.mode = NU_MODE_ASYNC;
+			break;
+		case 'B':
+			cfg.mode = NU_MODE_BLOCKING;
+			break;
 		case 'E':
 			cfg.wait_eventfd = true;
 			break;
@@ -157,6 +172,14 @@ int main(int argc, char **argv)
 	       st.punted_forced,
 	       st.punted_library, st.punted_kernel, st.punted_short,
 	       st.punted_forced);
+	if (cfg.mode == NU_MODE_ASYNC)
+		printf("asynchronous reservations: %" PRIu64 " waited on the "
+		       "completion queue's fd (at most %" PRIu64 " at once), "
+		       "%" PRIu64 " POLL_ADD completions\n", st.async_waits,
+		       st.async_max_pending, st.polls);
+	printf("write latency (issue to completion): p50 %.1f us, p99 %.1f "
+	       "us, max %.1f us\n", st.lat_p50_ns / 1e3, st.lat_p99_ns / 1e3,
+	       st.lat_max_ns / 1e3);
 	printf("writeback: %" PRIu64 " writes finished in %" PRIu64
 	       " calls, %" PRIu64 " superseded; commits: %" PRIu64 "\n",
 	       st.written_back, st.wb_calls, st.superseded, st.commits);

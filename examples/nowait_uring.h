@@ -88,9 +88,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,11 +161,19 @@ enum nu_mode {
 	/* Reserve NOWAIT inline and pwrite() in the submitter (fio psync);
 	 * punt on -EAGAIN.  No ring submission for inline writes. */
 	NU_MODE_PSYNC = 2,
-	NU_MODE_COUNT = 3
+	/* As NOWAIT, but on -EAGAIN queue an asynchronous reservation
+	 * (srsv_delalloc_reserve_async()) and wait for its completion
+	 * queue's fd in the ring (IORING_OP_POLL_ADD); then submit the
+	 * write.  No thread waits for space. */
+	NU_MODE_ASYNC = 3,
+	/* Reserve in blocking mode in the submitter (the loop stops while
+	 * the reservation waits), then submit to the ring. */
+	NU_MODE_BLOCKING = 4,
+	NU_MODE_COUNT = 5
 };
 
 static const char *const nu_mode_names[NU_MODE_COUNT] = {
-	"inline", "punted", "psync"
+	"inline", "punted", "psync", "async", "blocking"
 };
 
 /* Use of RWF_NOWAIT on the ring's writes. */
@@ -209,6 +219,10 @@ struct nu_stats {
 	uint64_t punted_kernel;		/* RWF_NOWAIT write said -EAGAIN */
 	uint64_t punted_short;		/* short write, finished by the worker */
 	uint64_t punted_forced;		/* NU_MODE_PUNT_ALL */
+	uint64_t async_waits;		/* NU_MODE_ASYNC: waited on the fd */
+	uint64_t async_max_pending;	/* most async reservations at once */
+	uint64_t polls;			/* POLL_ADD completions */
+	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;	/* issue -> done */
 	uint64_t written_back;		/* writes finished by writeback */
 	uint64_t superseded;		/* released: rewritten while dirty */
 	uint64_t wb_calls;		/* writeback calls that wrote */
@@ -235,6 +249,9 @@ struct nu_slot {
 	struct nu_write *w;
 	unsigned idx;
 	unsigned char *buf;
+	uint64_t t0;			/* when the write was issued */
+	/* NU_MODE_ASYNC: the metadata ticket while the write waits. */
+	struct srsv_ticket ticket;
 	/*
 	 * Set (release) by the worker before it posts the slot's
 	 * completion, read (acquire) by the submitter when it reaps it.  The
@@ -621,6 +638,7 @@ static int nu_flush(struct srsv_space *space, enum srsv_flush_state state,
 /* user_data of a CQE: what completed, and which slot. */
 #define NU_UD_WRITE UINT64_C(1)	/* a write the submitter submitted */
 #define NU_UD_PUNT UINT64_C(2)	/* the worker's MSG_RING */
+#define NU_UD_POLL UINT64_C(3)	/* POLL_ADD on the completion queue's fd */
 #define NU_UD(kind, slot) ((kind) << 32 | (uint64_t)(slot))
 
 struct nu_writer {
@@ -632,6 +650,14 @@ struct nu_writer {
 	struct nu_slot slots[NU_MAX_QD];
 	struct nu_slot *free_slots;
 	struct nu_write *writes;
+	/* NU_MODE_ASYNC: the library's completion queue, watched by one
+	 * POLL_ADD in the ring while reservations wait. */
+	struct srsv_async *aq;
+	unsigned async_pending;
+	bool poll_armed;
+	/* Per-write latency, issue to completion (ns). */
+	uint64_t *lat;
+	uint64_t nlat;
 	unsigned char *bufs;
 	/*
 	 * Blocks with a write in flight (submitter only).  Writes in flight
@@ -755,6 +781,8 @@ static void nu_complete(struct nu_writer *wr, struct nu_slot *s)
 	struct nu_write *w = s->w, *head;
 
 	NU_CHECK(e, srsv_ctx_account_delalloc(e->ctx, NU_BLOCK, 0));
+	if (wr->lat)
+		wr->lat[wr->nlat++] = nu_now_ns() - s->t0;
 	/* Lock-free push: the submitter never waits for writeback. */
 	head = atomic_load_explicit(&e->inbox, memory_order_relaxed);
 	do {
@@ -769,6 +797,67 @@ static void nu_complete(struct nu_writer *wr, struct nu_slot *s)
 	e->stats->writes++;
 }
 
+/* Queue the write of @s (reserved) to the ring. */
+static void nu_submit_write(struct nu_writer *wr, struct nu_slot *s)
+{
+	struct nu_engine *e = wr->e;
+	/* qd writes + one POLL_ADD <= SQ entries: never NULL */
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&wr->ring);
+
+	io_uring_prep_write(sqe, e->fd, s->buf, NU_BLOCK,
+			    (uint64_t)s->w->block * NU_BLOCK);
+	if (e->stats->kernel_nowait)
+		sqe->rw_flags = RWF_NOWAIT;
+	io_uring_sqe_set_data64(sqe, NU_UD(NU_UD_WRITE, s->idx));
+}
+
+/* Watch the completion queue's fd from the ring (one POLL_ADD at most). */
+static void nu_arm_poll(struct nu_writer *wr)
+{
+	struct io_uring_sqe *sqe;
+
+	if (wr->poll_armed)
+		return;
+	sqe = io_uring_get_sqe(&wr->ring);
+	io_uring_prep_poll_add(sqe, srsv_async_fd(wr->aq), POLLIN);
+	io_uring_sqe_set_data64(sqe, NU_UD(NU_UD_POLL, 0));
+	wr->poll_armed = true;
+}
+
+/*
+ * The completion queue's fd was readable: finish the reservations that
+ * ended and submit their writes.  A reservation that failed (it cannot in
+ * this engine: nothing cancels, nothing times out) is handed to the
+ * worker, which reserves in blocking mode and reports.
+ */
+static void nu_async_ready(struct nu_writer *wr)
+{
+	struct srsv_ticket *got[NU_MAX_QD];
+	int n;
+
+	wr->poll_armed = false;
+	wr->e->stats->polls++;
+	while ((n = srsv_async_reap(wr->aq, got, NU_MAX_QD)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct nu_slot *s = (struct nu_slot *)(void *)
+				((char *)got[i] -
+				 offsetof(struct nu_slot, ticket));
+			int ret = srsv_delalloc_complete(&s->w->resv, got[i]);
+
+			wr->async_pending--;
+			if (ret) {
+				nu_fail(wr->e, ret, "asynchronous reservation");
+				nu_punt(wr, s);
+				continue;
+			}
+			s->w->reserved = true;
+			nu_submit_write(wr, s);
+		}
+	}
+	if (wr->async_pending)
+		nu_arm_poll(wr);
+}
+
 /*
  * Start write @i in a free slot.  Returns true when it completed at once
  * (NU_MODE_PSYNC inline); false when it is in flight.
@@ -779,7 +868,6 @@ static bool nu_issue(struct nu_writer *wr, uint64_t i)
 	const struct nu_config *cfg = e->cfg;
 	struct nu_slot *s = wr->free_slots;
 	struct nu_write *w = &wr->writes[i];
-	struct io_uring_sqe *sqe;
 	int ret;
 
 	wr->free_slots = s->next_free;
@@ -793,13 +881,31 @@ static bool nu_issue(struct nu_writer *wr, uint64_t i)
 	atomic_store_explicit(&e->latest_gen[w->block], w->gen,
 			      memory_order_release);
 
+	s->t0 = nu_now_ns();
 	if (cfg->mode == NU_MODE_PUNT_ALL) {
 		e->stats->punted_forced++;
 		nu_punt(wr, s);
 		return false;
 	}
-	ret = srsv_delalloc_reserve(e->ctx, e->quota, NU_BLOCK,
-				    SRSV_DELALLOC_NOWAIT, &w->resv);
+	if (cfg->mode == NU_MODE_ASYNC) {
+		ret = srsv_delalloc_reserve_async(wr->aq, e->quota, NU_BLOCK,
+						  &s->ticket, &w->resv);
+		if (ret == -EINPROGRESS) {
+			/* Wait in the ring, not in a thread. */
+			e->stats->async_waits++;
+			if (++wr->async_pending > e->stats->async_max_pending)
+				e->stats->async_max_pending =
+					wr->async_pending;
+			nu_arm_poll(wr);
+			return false;
+		}
+	} else if (cfg->mode == NU_MODE_BLOCKING) {
+		ret = srsv_delalloc_reserve(e->ctx, e->quota, NU_BLOCK,
+					    SRSV_DELALLOC_NORMAL, &w->resv);
+	} else {
+		ret = srsv_delalloc_reserve(e->ctx, e->quota, NU_BLOCK,
+					    SRSV_DELALLOC_NOWAIT, &w->resv);
+	}
 	if (ret == -EAGAIN) {
 		e->stats->punted_library++;
 		nu_punt(wr, s);
@@ -824,12 +930,7 @@ static bool nu_issue(struct nu_writer *wr, uint64_t i)
 		nu_complete(wr, s);
 		return true;
 	}
-	sqe = io_uring_get_sqe(&wr->ring);	/* qd <= SQ entries: never NULL */
-	io_uring_prep_write(sqe, e->fd, s->buf, NU_BLOCK,
-			    (uint64_t)w->block * NU_BLOCK);
-	if (e->stats->kernel_nowait)
-		sqe->rw_flags = RWF_NOWAIT;
-	io_uring_sqe_set_data64(sqe, NU_UD(NU_UD_WRITE, s->idx));
+	nu_submit_write(wr, s);
 	return false;
 }
 
@@ -840,6 +941,12 @@ static int nu_reap(struct nu_writer *wr, const struct io_uring_cqe *cqe)
 	uint64_t kind = cqe->user_data >> 32;
 	struct nu_slot *s = &wr->slots[(uint32_t)cqe->user_data];
 
+	if (kind == NU_UD_POLL) {
+		if (cqe->res < 0 && cqe->res != -ECANCELED)
+			nu_fail(e, cqe->res, "POLL_ADD");
+		nu_async_ready(wr);
+		return 0;
+	}
 	if (kind == NU_UD_PUNT) {
 		if (!atomic_exchange_explicit(&s->handed_back, false,
 					      memory_order_acquire))
@@ -1027,6 +1134,26 @@ static int nu_verify(struct nu_engine *e, uint64_t *blocks_ok)
 	return bad ? -EIO : 0;
 }
 
+static int nu_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* p50, p99 and max of the per-write latencies. */
+static void nu_latency(struct nu_writer *wr, struct nu_stats *stats)
+{
+	uint64_t n = wr->nlat;
+
+	if (!n)
+		return;
+	qsort(wr->lat, n, sizeof(*wr->lat), nu_cmp_u64);
+	stats->lat_p50_ns = wr->lat[(n - 1) / 2];
+	stats->lat_p99_ns = wr->lat[(n * 99 + 99) / 100 - 1];
+	stats->lat_max_ns = wr->lat[n - 1];
+}
+
 /*
  * Run one writer as configured.  Returns 0 (stats filled, file verified),
  * NU_SKIP when io_uring or IORING_OP_MSG_RING is unavailable, or a
@@ -1189,6 +1316,17 @@ static int nu_run(const struct nu_config *cfg, struct nu_stats *stats)
 	if (ret)
 		goto out;
 
+	if (cfg->mode == NU_MODE_ASYNC) {
+		ret = srsv_async_create(e.ctx, &wr->aq);
+		if (ret)
+			goto out;
+	}
+	wr->lat = calloc(cfg->writes, sizeof(*wr->lat));
+	if (!wr->lat) {
+		ret = -ENOMEM;
+		goto out;
+	}
+
 	ret = pthread_create(&wr->worker, NULL, nu_worker, wr);
 	if (ret) {
 		ret = -ret;
@@ -1232,6 +1370,7 @@ static int nu_run(const struct nu_config *cfg, struct nu_stats *stats)
 	}
 	stats->elapsed_ns = nu_now_ns() - t0;
 	ret = atomic_load(&e.error);
+	nu_latency(wr, stats);
 
 out:
 	if (wr->worker_started) {
@@ -1254,6 +1393,24 @@ out:
 			nu_commit(&e);
 		}
 		srsv_ctx_shutdown(e.ctx);
+		if (wr->aq) {
+			/* After a failure: shutdown ended what still waited;
+			 * give back what those writes held. */
+			struct srsv_ticket *got[NU_MAX_QD];
+			int n;
+
+			while ((n = srsv_async_reap(wr->aq, got,
+						    NU_MAX_QD)) > 0)
+				for (int i = 0; i < n; i++) {
+					struct nu_slot *s = (struct nu_slot *)
+						(void *)((char *)got[i] -
+						offsetof(struct nu_slot,
+							 ticket));
+
+					srsv_delalloc_complete(&s->w->resv,
+							       got[i]);
+				}
+		}
 		if (!ret)
 			ret = atomic_load(&e.error);
 		if (!ret)
@@ -1279,6 +1436,9 @@ out:
 		close(wr->efd);
 	if (wr->wring_ok)
 		io_uring_queue_exit(&wr->wring);
+	if (wr->aq && srsv_async_destroy(wr->aq))
+		fprintf(stderr, "nowait_uring: completion queue not empty\n");
+	free(wr->lat);
 	pthread_cond_destroy(&wr->punt_cond);
 	pthread_mutex_destroy(&wr->punt_lock);
 	pthread_mutex_destroy(&e.wb_lock);

@@ -368,6 +368,16 @@ void srsv__async_ctx_destroy(struct srsv_ctx *ctx)
 	ctx->async = NULL;
 }
 
+struct srsv_ctx *srsv__async_queue_ctx(const struct srsv_async *q)
+{
+	return q->ctx;
+}
+
+bool srsv__ticket_posted(struct srsv_ticket *ticket)
+{
+	return ticket_impl(ticket)->async != NULL;
+}
+
 /* ---- the API ---- */
 
 SRSV__EXPORT int srsv_async_create(struct srsv_ctx *ctx,

@@ -35,6 +35,10 @@ static inline int srsv__may_wait_mode(const struct srsv_space *s)
 }
 
 /* ---- async.c ---- */
+/* The ctx of a completion queue. */
+struct srsv_ctx *srsv__async_queue_ctx(const struct srsv_async *q);
+/* Is @ticket an asynchronous ticket not yet reaped (queued or posted)? */
+bool srsv__ticket_posted(struct srsv_ticket *ticket);
 /* Asynchronous ticket @t ended (state DONE, not held); pool lock held.
  * The last touch of @t: its owner may reap and free it at once. */
 void srsv__async_post(struct srsv__ticket *t);

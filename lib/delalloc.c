@@ -66,6 +66,7 @@
  */
 #include <string.h>
 
+#include "async.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -421,6 +422,113 @@ SRSV__EXPORT int srsv_delalloc_finish(struct srsv_delalloc_resv *resv,
 		first_error(&ret, srsv_space_release(meta_space(ctx),
 						     meta - meta_used));
 	first_error(&ret, alloc_and_use(data_space(ctx), resv->data_bytes));
+	memset(resv, 0, sizeof(*resv));
+	return ret;
+}
+
+/*
+ * The event-loop form (async.h): NOWAIT first; when only the metadata
+ * does not fit, quota and data are taken NOWAIT and the metadata waits as
+ * an asynchronous FLUSH_ALL ticket.  Quota and data are the small and
+ * rarely contended steps (the DATA pool has no overcommit, and its tickets
+ * are another pool's business); metadata is where a write engine runs out
+ * (seed 001's ENOSPC flushing).  A pending resv has its own magic: release
+ * and finish refuse it until srsv_delalloc_complete().
+ */
+#define DELALLOC_PENDING_MAGIC 0x64617077u	/* "dapw" */
+
+SRSV__EXPORT int srsv_delalloc_reserve_async(struct srsv_async *q,
+					     struct srsv_quota *quota,
+					     uint64_t bytes,
+					     struct srsv_ticket *ticket,
+					     struct srsv_delalloc_resv *resv)
+{
+	const unsigned nowait = SRSV_RESERVE_NOWAIT;
+	uint64_t quota_bytes[SRSV_QUOTA_KIND_COUNT] = { 0 };
+	struct srsv_ctx *ctx = q ? srsv__async_queue_ctx(q) : NULL;
+	uint64_t extents = 0, meta = 0;
+	struct srsv_space *data;
+	int ret;
+
+	if (!ctx || !ticket || !resv || !bytes)
+		return -EINVAL;
+	ret = srsv_delalloc_reserve(ctx, quota, bytes, SRSV_DELALLOC_NOWAIT,
+				    resv);
+	if (ret != -EAGAIN)
+		return ret;
+	ret = srsv_delalloc_meta_cost(ctx, bytes, &extents, &meta);
+	if (ret)
+		return ret;
+	data = data_space(ctx);
+	if (quota) {
+		quota_bytes[SRSV_QUOTA_DATA] = bytes;
+		quota_bytes[SRSV_QUOTA_META_PREALLOC] = meta;
+		ret = srsv__quota_reserve_kinds(quota, quota_bytes, nowait);
+		if (ret)
+			return -EAGAIN;
+	}
+	ret = srsv_space_reserve(data, bytes, SRSV_NO_FLUSH, nowait);
+	if (ret) {
+		ret = -EAGAIN;
+		goto undo_quota;
+	}
+	ret = srsv_ticket_reserve_async(q, meta_space(ctx), ticket, meta,
+					SRSV_FLUSH_ALL, 0, UINT64_MAX, NULL,
+					NULL);
+	if (ret && ret != -EINPROGRESS)
+		goto undo_data;
+	resv->ctx = ctx;
+	resv->bytes = bytes;
+	resv->data_bytes = bytes;
+	resv->meta_bytes = meta;
+	resv->extents = extents;
+	resv->quota = quota;
+	resv->quota_data_bytes = quota_bytes[SRSV_QUOTA_DATA];
+	resv->quota_meta_bytes = quota_bytes[SRSV_QUOTA_META_PREALLOC];
+	resv->magic = DELALLOC_PENDING_MAGIC;
+	if (ret == -EINPROGRESS)
+		return ret;
+	/* Granted at once after all (room appeared since the NOWAIT try). */
+	return srsv_delalloc_complete(resv, ticket);
+
+undo_data:
+	srsv__space_release_nowait(data, bytes);
+undo_quota:
+	if (quota) {
+		srsv_quota_release(quota, SRSV_QUOTA_DATA, bytes);
+		srsv_quota_release(quota, SRSV_QUOTA_META_PREALLOC, meta);
+	}
+	memset(resv, 0, sizeof(*resv));
+	return ret;
+}
+
+SRSV__EXPORT int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
+					struct srsv_ticket *ticket)
+{
+	int ret;
+
+	if (!resv || !ticket || resv->magic != DELALLOC_PENDING_MAGIC)
+		return -EINVAL;
+	ret = srsv_ticket_wait(ticket, 0);
+	/* Still queued, or still on its queue (reap it first). */
+	if (ret == -EINPROGRESS || ret == -EINVAL ||
+	    srsv__ticket_posted(ticket))
+		return -EINVAL;
+	if (!ret) {
+		/* The granted metadata joins the DELALLOC rsv, as
+		 * srsv_rsv_add() credits it. */
+		srsv__rsv_put_back(srsv_ctx_rsv(resv->ctx, SRSV_RSV_DELALLOC),
+				   resv->meta_bytes);
+		resv->magic = DELALLOC_MAGIC;
+		return 0;
+	}
+	srsv_space_release(data_space(resv->ctx), resv->data_bytes);
+	if (resv->quota) {
+		srsv_quota_release(resv->quota, SRSV_QUOTA_DATA,
+				   resv->quota_data_bytes);
+		srsv_quota_release(resv->quota, SRSV_QUOTA_META_PREALLOC,
+				   resv->quota_meta_bytes);
+	}
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

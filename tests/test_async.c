@@ -866,6 +866,78 @@ START_TEST(test_race_grants_cancels)
 }
 END_TEST
 
+/* The delalloc form: quota and data held, metadata waits on the queue. */
+START_TEST(test_delalloc_async)
+{
+	struct srsv_ctx *ctx = make_ctx(MANUAL, flush_nothing);
+	struct srsv_space *md = meta(ctx);
+	struct srsv_space *data = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	struct srsv_quota *quota;
+	struct srsv_quota_info qi;
+	struct srsv_delalloc_resv resv, r2;
+	struct srsv_async *q;
+	struct srsv_ticket t;
+	uint64_t cost;
+
+	ck_assert_int_eq(srsv_async_create(ctx, &q), 0);
+	ck_assert_int_eq(srsv_quota_create(ctx, 1, SRSV_QUOTA_NO_LIMIT,
+					   &quota), 0);
+	ck_assert_int_eq(srsv_delalloc_meta_cost(ctx, 4 * KiB, NULL, &cost),
+			 0);
+	/* Room: reserved at once, nothing posted. */
+	ck_assert_int_eq(srsv_delalloc_reserve_async(q, quota, 4 * KiB, &t,
+						     &resv), 0);
+	ck_assert_int_eq(srsv_delalloc_release(&resv), 0);
+	ck_assert(!readable(srsv_async_fd(q), 0));
+
+	fill(md, POOL);
+	ck_assert_int_eq(srsv_delalloc_reserve_async(q, quota, 4 * KiB, &t,
+						     &resv), -EINPROGRESS);
+	ck_assert_uint_eq(may_use(data), 4 * KiB);
+	ck_assert_int_eq(srsv_quota_snapshot(quota, &qi), 0);
+	ck_assert_uint_eq(qi.reserved[SRSV_QUOTA_DATA], 4 * KiB);
+	/* Pending: not releasable, not completable before the reap. */
+	ck_assert_int_eq(srsv_delalloc_release(&resv), -EINVAL);
+	ck_assert_int_eq(srsv_delalloc_complete(&resv, &t), -EINVAL);
+	ck_assert_int_eq(srsv_delalloc_complete(NULL, &t), -EINVAL);
+	ck_assert_int_eq(srsv_space_release(md, cost), 0);
+	ck_assert_int_eq(srsv_delalloc_complete(&resv, &t), -EINVAL);
+	ck_assert_int_eq(reap_one(q, &t), 0);
+	ck_assert_int_eq(srsv_delalloc_complete(&resv, &t), 0);
+	ck_assert_uint_eq(resv.meta_bytes, cost);
+	/* Complete once only. */
+	ck_assert_int_eq(srsv_delalloc_complete(&resv, &t), -EINVAL);
+	ck_assert_int_eq(srsv_delalloc_finish(&resv, SRSV_DELALLOC_META_ALL),
+			 0);
+
+	/* A cancelled one gives quota and data back. */
+	ck_assert_int_eq(srsv_delalloc_reserve_async(q, quota, 4 * KiB, &t,
+						     &r2), -EINPROGRESS);
+	ck_assert_int_eq(srsv_async_cancel(q, &t), 0);
+	ck_assert_int_eq(reap_one(q, &t), -ECANCELED);
+	ck_assert_int_eq(srsv_delalloc_complete(&r2, &t), -ECANCELED);
+	ck_assert_uint_eq(may_use(data), 0);
+	ck_assert_int_eq(srsv_quota_snapshot(quota, &qi), 0);
+	ck_assert_uint_eq(qi.reserved[SRSV_QUOTA_DATA], 0);
+	ck_assert_uint_eq(qi.reserved[SRSV_QUOTA_META_PREALLOC], 0);
+
+	/* Data cannot be had at once: -EAGAIN, nothing held (4 KiB of the
+	 * data pool are the finished write's). */
+	fill(data, POOL - 4 * KiB);
+	ck_assert_int_eq(srsv_delalloc_reserve_async(q, quota, 4 * KiB, &t,
+						     &r2), -EAGAIN);
+	ck_assert_uint_eq(may_use(data), POOL - 4 * KiB);
+	ck_assert_int_eq(srsv_quota_snapshot(quota, &qi), 0);
+	ck_assert_uint_eq(qi.reserved[SRSV_QUOTA_DATA], 0);
+	ck_assert_int_eq(srsv_delalloc_reserve_async(NULL, quota, 4 * KiB, &t,
+						     &r2), -EINVAL);
+	ck_assert_int_eq(srsv_delalloc_reserve_async(q, quota, 0, &t, &r2),
+			 -EINVAL);
+	ck_assert_int_eq(srsv_async_destroy(q), 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 /* ---- threads: names, the hook, signal masks ---- */
 
 static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1056,6 +1128,7 @@ static Suite *async_suite(void)
 	tcase_add_test(c, test_may_wait_mode);
 	tcase_add_test(c, test_bad_input);
 	tcase_add_test(c, test_race_grants_cancels);
+	tcase_add_test(c, test_delalloc_async);
 	suite_add_tcase(s, c);
 	c = tcase_create("threads");
 	tcase_add_test(c, test_thread_hook_and_names);

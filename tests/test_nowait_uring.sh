@@ -110,6 +110,31 @@ fi
 # 5. psync: inline writes with pwrite() in the submitter.
 run psync --blocks 256 --psync || fails=$((fails + 1))
 
+# 6. --async without preemptive flushing: reservations must wait, and
+#    they wait on the library's completion queue in the ring (POLL_ADD),
+#    not in the worker thread: most writes are never punted.
+if run async --blocks 1024 --no-preempt --async --qd 4; then
+	waits=$(sed -n 's/^asynchronous reservations: \([0-9][0-9]*\) waited.*/\1/p' "$out")
+	if [ -z "$waits" ] || [ "$waits" -lt 1 ] || [ "$punted" -ge "$waits" ]; then
+		echo "FAIL [async]: expected reservations waited for in the ring"
+		cat "$out"
+		fails=$((fails + 1))
+	fi
+else
+	fails=$((fails + 1))
+fi
+
+# 7. --blocking: the submitter itself waits; nothing punted.
+if run blocking --blocks 1024 --no-preempt --blocking; then
+	if [ "$punted" -ne 0 ]; then
+		echo "FAIL [blocking]: expected no punt"
+		cat "$out"
+		fails=$((fails + 1))
+	fi
+else
+	fails=$((fails + 1))
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails check(s) failed"
 	exit 1

@@ -201,6 +201,54 @@ int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
 int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t bytes,
 			    uint64_t *extents, uint64_t *meta_bytes);
 
+/**
+ * srsv_delalloc_reserve() for an event loop: as ::SRSV_DELALLOC_NOWAIT,
+ * except that when the metadata is what cannot be had at once, it queues
+ * @p ticket for it on completion queue @p q (async.h) instead of failing,
+ * holding the quota and the data meanwhile.  The metadata then waits in
+ * the metadata pool's FIFO like any FLUSH_ALL reservation.
+ * @param q completion queue (its ctx is the write's)
+ * @param quota the tenant, or NULL
+ * @param bytes the write size (> 0)
+ * @param ticket caller-owned, alive until reaped from @p q
+ * @param[out] resv the reservation (pending while -EINPROGRESS)
+ * @retval 0 reserved at once: @p resv holds everything, nothing is posted
+ * @retval -EINPROGRESS the metadata ticket is queued; once
+ *         srsv_async_reap() returned @p ticket, call
+ *         srsv_delalloc_complete()
+ * @retval -EAGAIN the quota or the data cannot be had without blocking
+ *         (the caller retries where it may wait); nothing is held
+ * @retval -EINVAL NULL argument, 0 bytes, a quota of another ctx, or as
+ *         srsv_delalloc_reserve()
+ * @retval -ENOSPC, -ESHUTDOWN, the error of srsv_ctx_set_error(): the
+ *         metadata could not be queued; nothing is held
+ * @note Thread-safe; never waits for space or flushing (locks only
+ *       try-locked for quota and data; the metadata pool lock for the
+ *       instant of queueing).
+ */
+int srsv_delalloc_reserve_async(struct srsv_async *q,
+				struct srsv_quota *quota, uint64_t bytes,
+				struct srsv_ticket *ticket,
+				struct srsv_delalloc_resv *resv);
+
+/**
+ * Finish a reservation srsv_delalloc_reserve_async() left pending, after
+ * its ticket was reaped.
+ * @param resv the pending reservation
+ * @param ticket its ticket, reaped
+ * @retval 0 the metadata was granted: @p resv holds everything, end it
+ *         with srsv_delalloc_release() or srsv_delalloc_finish()
+ * @retval -EINVAL NULL, @p resv not pending, or @p ticket not reaped yet
+ *         (nothing changed)
+ * @retval negative the ticket's error (-ETIMEDOUT, -ECANCELED, -ENOSPC,
+ *         -ESHUTDOWN, ...): quota and data were given back, @p resv holds
+ *         nothing
+ * @note Thread-safe against other reservations; may take the DELALLOC
+ *       rsv's and the pools' locks (short, never waits for space).
+ */
+int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
+			   struct srsv_ticket *ticket);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,10 @@ struct srsv_ctx;
 struct srsv_space;
 /** A per-tenant quota group (btrfs's qgroup).  Opaque. */
 struct srsv_quota;
+/** A completion queue for asynchronous tickets (async.h). */
+struct srsv_async;
+/** A reservation ticket (space.h). */
+struct srsv_ticket;
 
 /**
  * Pool kinds.  A ctx created with ::SRSV_CTX_MIXED has one MIXED pool that
