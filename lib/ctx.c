@@ -151,7 +151,8 @@ static int load_config(struct srsv_config *cfg, const struct srsv_config *user)
 	    cfg->zone_bytes > SRSV_MAX_BYTES ||
 	    cfg->delalloc_extent_meta_bytes > SRSV_MAX_BYTES ||
 	    cfg->delalloc_max_extent_bytes > SRSV_MAX_BYTES ||
-	    cfg->cpu_cache_bytes > SZ_1G)
+	    cfg->cpu_cache_bytes > SZ_1G || cfg->pace_start_pct > 99 ||
+	    cfg->pace_max_delay_ns > 1000000000ull || cfg->fixed_clamp > 8)
 		return -EINVAL;
 	if (!cfg->device_bytes)
 		cfg->device_bytes = sum + cfg->unallocated_bytes;

@@ -161,6 +161,8 @@ _Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
 #define SRSV__CACHELINE 64
 
 /* One CPU's reservation cache (cache.c), alone on its cache line. */
+struct srsv__pace;	/* pace.c */
+
 struct srsv__cache_slot {
 	volatile AO_t word;		/* credit bytes, or closed */
 } __attribute__((aligned(SRSV__CACHELINE)));
@@ -194,6 +196,8 @@ struct srsv_space {
 	volatile AO_t clamp;
 	volatile AO_t full;		/* cannot grow */
 	volatile AO_t preempt_floor;	/* srsv__preempt_floor(total) */
+	/* Pacing state (pace.c); NULL when off.  Fixed. */
+	struct srsv__pace *pace;
 	/* Per-CPU reservation caches (cache.c); NULL when off.  Fixed. */
 	struct srsv__cache_slot *cache;
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if

@@ -41,6 +41,7 @@
 
 #include "async.h"
 #include "internal.h"
+#include "pace.h"
 #include "trace.h"
 
 static inline struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
@@ -545,8 +546,13 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	if (mode == SRSV_FLUSH_MAY_WAIT)
 		mode = srsv__may_wait_mode(s);
 	/* NOWAIT never queues a ticket (nor touches the shared counter). */
-	if (flags & SRSV_RESERVE_NOWAIT)
-		return reserve_slow(s, &t, bytes, mode, flags, NULL);
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
+		/* Books its slot, never sleeps (pace.c). */
+		if (!ret && s->pace)
+			srsv__pace(s, bytes, mode, flags);
+		return ret;
+	}
 	/*
 	 * Counted from before queueing until ticket_wait() is done: the
 	 * slow path stops counting itself once the ticket is queued, and
@@ -557,6 +563,10 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
 	if (ret != -EINPROGRESS) {
 		srsv__ctx_leave_waited(ctx);
+		/* Charged without a ticket: paced like the fast path. */
+		if (!ret && s->pace)
+			srsv__pace(s, bytes, mode, timeout_ns ? flags :
+				   flags | SRSV_RESERVE_NOWAIT);
 		return ret;
 	}
 	if (timeout_ns == 0) {
@@ -579,8 +589,11 @@ SRSV__EXPORT int srsv_space_reserve(struct srsv_space *s, uint64_t bytes,
 {
 	int ret;
 
-	if (reserve_fast(s, bytes, (int)mode, flags, &ret))
+	if (reserve_fast(s, bytes, (int)mode, flags, &ret)) {
+		if (!ret && __builtin_expect(s->pace != NULL, 0))
+			srsv__pace(s, bytes, (int)mode, flags);
 		return ret;
+	}
 	return reserve_blocking(s, bytes, (int)mode, flags, UINT64_MAX);
 }
 
@@ -591,7 +604,12 @@ SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
 {
 	int ret;
 
-	if (reserve_fast(s, bytes, (int)mode, flags, &ret))
+	if (reserve_fast(s, bytes, (int)mode, flags, &ret)) {
+		/* "Do not wait at all" is never paced to sleep either. */
+		if (!ret && __builtin_expect(s->pace != NULL, 0))
+			srsv__pace(s, bytes, (int)mode, timeout_ns ? flags :
+				   flags | SRSV_RESERVE_NOWAIT);
 		return ret;
+	}
 	return reserve_blocking(s, bytes, (int)mode, flags, timeout_ns);
 }

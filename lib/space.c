@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pace.h"
 #include "trace.h"
 
 static const char *const counter_names[SRSV__COUNTER_COUNT] = {
@@ -78,9 +79,16 @@ int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
 	s->is_metadata = kind == SRSV_POOL_METADATA || kind == SRSV_POOL_MIXED;
 	srsv__st(&s->counters[SRSV__TOTAL], total);
 	srsv__st(&s->preempt_floor, srsv__preempt_floor(s, total));
-	srsv__st(&s->clamp, 1);
+	srsv__st(&s->clamp, (ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP) &&
+		 ctx->cfg.fixed_clamp ? ctx->cfg.fixed_clamp : 1);
 	srsv__list_init(&s->tickets);
 	srsv__list_init(&s->priority_tickets);
+	ret = srsv__pace_create(s);
+	if (ret) {
+		srsv__lock_destroy(&s->lock);
+		free(s);
+		return ret;
+	}
 	*out = s;
 	return 0;
 }
@@ -90,6 +98,7 @@ void srsv__space_destroy(struct srsv_space *s)
 	if (!s)
 		return;
 	srsv__cache_free(s);
+	srsv__pace_free(s);
 	srsv__lock_destroy(&s->lock);
 	free(s);
 }
@@ -372,6 +381,7 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 			srsv__cache_engage(s);
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
+	srsv__pace_note_charge(s, bytes);
 	if (after)
 		*after = may_use + bytes;
 	return true;

@@ -98,6 +98,25 @@ static inline void srsv__trace_ticket_end(const struct srsv_space *s,
 		srsv__tp_ticket_end(s, bytes, mode, error, wait_ns);
 }
 
+SRSV__TP_COLD void srsv__tp_pace(const struct srsv_space *s, uint64_t bytes,
+				 uint64_t delay_ns, uint64_t slept_ns,
+				 uint64_t bw, uint64_t fill_pm, bool nowait)
+{
+	lttng_ust_do_tracepoint(spacersv, pace, srsv__tp_ctx(s),
+				srsv__tp_pool(s), bytes, delay_ns, slept_ns,
+				bw, fill_pm, nowait ? 1 : 0);
+}
+
+static inline void srsv__trace_pace(const struct srsv_space *s,
+				    uint64_t bytes, uint64_t delay_ns,
+				    uint64_t slept_ns, uint64_t bw,
+				    uint64_t fill_pm, bool nowait)
+{
+	if (lttng_ust_tracepoint_enabled(spacersv, pace))
+		srsv__tp_pace(s, bytes, delay_ns, slept_ns, bw, fill_pm,
+			      nowait);
+}
+
 SRSV__TP_COLD void srsv__tp_trigger_flush(const struct srsv_space *s,
 					  uint64_t bytes, int mode, int reason)
 {

@@ -149,6 +149,15 @@ static inline void srsv__trace_quota(uint64_t id, int op, int kind,
 	(void)id; (void)op; (void)kind; (void)bytes; (void)ret;
 }
 
+static inline void srsv__trace_pace(const struct srsv_space *s,
+				    uint64_t bytes, uint64_t delay_ns,
+				    uint64_t slept_ns, uint64_t bw,
+				    uint64_t fill_pm, bool nowait)
+{
+	(void)s; (void)bytes; (void)delay_ns; (void)slept_ns; (void)bw;
+	(void)fill_pm; (void)nowait;
+}
+
 static inline void srsv__trace_zone_activate(uint64_t start, int kind,
 					     int ret, unsigned active_left)
 {

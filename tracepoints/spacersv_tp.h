@@ -262,6 +262,28 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, ticket_end,
 	)
 )
 
+/*
+ * A paced reservation (pace.c): the delay its slot asked for, the time it
+ * slept (less when flushing brought the fill below freerun; 0 for NOWAIT,
+ * which never sleeps), the reclaim bandwidth estimate in bytes/s and the
+ * fill in per mille.
+ */
+LTTNG_UST_TRACEPOINT_EVENT(spacersv, pace,
+	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, uint64_t, bytes,
+			  uint64_t, delay_ns, uint64_t, slept_ns,
+			  uint64_t, bw, uint64_t, fill_pm, int, nowait),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, bytes, bytes)
+		lttng_ust_field_integer(uint64_t, delay_ns, delay_ns)
+		lttng_ust_field_integer(uint64_t, slept_ns, slept_ns)
+		lttng_ust_field_integer(uint64_t, bw, bw)
+		lttng_ust_field_integer(uint64_t, fill_pm, fill_pm)
+		lttng_ust_field_integer(int, nowait, nowait)
+	)
+)
+
 /* ---- flushing ---- */
 
 /* A flusher was queued: for a waiting ticket (enospc) or preemptively. */

@@ -30,9 +30,9 @@ enum srsv_ctx_flags {
 	/** Zoned device: overcommit is aligned down to srsv_config::zone_bytes
 	 *  and the async metadata walk ends with RESET_ZONES. */
 	SRSV_CTX_ZONED = 1u << 3,
-	/** Keep the preemptive clamp at 1 instead of adapting it (to compare
-	 *  the adaptive clamp with a fixed threshold; adaptive is the
-	 *  default). */
+	/** Keep the preemptive clamp at 1 (or srsv_config::fixed_clamp)
+	 *  instead of adapting it (to compare the adaptive clamp with a fixed
+	 *  threshold; adaptive is the default). */
 	SRSV_CTX_FIXED_CLAMP = 1u << 4
 };
 
@@ -132,6 +132,24 @@ struct srsv_config {
 	 *  Added after cpu_cache_bytes: a caller built against an older
 	 *  header has no such field and gets none. */
 	void (*thread_start)(const char *name, void *user);
+	/** Pacing of FLUSH_ALL / FLUSH_ALL_STEAL reservations in the metadata
+	 *  (or mixed) pool, after Linux's balance_dirty_pages(): once the
+	 *  pool's reclaimable space (may_use less the global rsv, plus
+	 *  pinned) passes this percentage of the room it may take, each such
+	 *  reservation is delayed after its bytes are charged, so that the
+	 *  writers together are admitted at the measured reclaim bandwidth
+	 *  times Linux's pos_ratio (2 here, 1 halfway to full, 0 at full).
+	 *  NOWAIT reservations never sleep: they are admitted and their
+	 *  delay is booked for the writers behind them.  0 (default): off;
+	 *  1..99; above: srsv_ctx_create() fails with -EINVAL.  See
+	 *  docs/design.md, "Pacing". */
+	unsigned pace_start_pct;
+	/** Longest single pacing delay (0: 10 ms; at most 1 s, above:
+	 *  -EINVAL). */
+	uint64_t pace_max_delay_ns;
+	/** The clamp ::SRSV_CTX_FIXED_CLAMP holds, 1..8 (0: 1; above 8:
+	 *  -EINVAL). */
+	unsigned fixed_clamp;
 };
 
 /**
@@ -173,8 +191,9 @@ int srsv_config_init(struct srsv_config *cfg);
  * @retval 0 success
  * @retval -EINVAL NULL argument, cfg->size too small or too large for the
  *         fields it claims, unknown flag, a state array too long or naming
- *         an unknown state, pool sizes whose sum overflows, or
- *         cpu_cache_bytes above 1 GiB
+ *         an unknown state, pool sizes whose sum overflows,
+ *         cpu_cache_bytes above 1 GiB, pace_start_pct above 99,
+ *         pace_max_delay_ns above 1 s, or fixed_clamp above 8
  * @retval -ENOMEM out of memory
  * @retval -EAGAIN a worker thread could not be started
  * @note Thread-safe.  On failure nothing is left allocated.

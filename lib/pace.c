@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pacing: writers slowed smoothly before the pool fills, never stopped.
+ *
+ * WHY
+ *
+ * Tickets are a hard stop: a writer runs at full speed until the pool is
+ * full, then waits for a flusher, all writers at once.  Preemptive flushing
+ * (preempt.c) starts the flusher early, but nothing slows a writer that
+ * outruns it: when the writers ask for more than reclaim can give back,
+ * the pool still fills and the sawtooth comes back, only later.  Engines
+ * therefore wrote their own dirty throttle beside the library (the stall
+ * benchmark and spacefs did), each with its own measure of "too full".
+ *
+ * Linux solved the same problem for dirty pages with the IO-less
+ * balance_dirty_pages() (mm/page-writeback.c, Fengguang Wu, 2011): no
+ * dirtier writes back itself; above a "freerun" point each one sleeps so
+ * that together they dirty pages at pos_ratio x dirty_ratelimit, where
+ * pos_ratio is a cubic of the distance to a setpoint (2 at freerun, 1 at
+ * the setpoint, 0 at the limit) and dirty_ratelimit tracks the measured
+ * write bandwidth.  RocksDB's WriteController (db/write_controller.cc)
+ * does it with a token bucket whose "delayed write rate" SetupDelay()
+ * (db/column_family.cc) multiplies by 0.8 while compaction debt grows and
+ * by 1.25 while it shrinks; the bucket refills every millisecond, so its
+ * delays come in 1 ms slices, and the rate has to be found by trial.
+ *
+ * WHAT WE DO
+ *
+ * Pacing is Linux's law on the pool's reclaimable space: fill = (may_use
+ * less the global reserve, plus pinned) / the room those can take (the
+ * pool less what is used, reserved, read-only and the global reserve,
+ * plus the overcommit allowance).  Below freerun (srsv_config's
+ * pace_start_pct) nothing happens.  Above it, a reservation is delayed so
+ * that the pool's writers together are admitted at
+ *
+ *	rate = reclaim bandwidth x pos_ratio(fill)
+ *
+ * pos_ratio being Linux's cubic, 2 at freerun, 1 at the setpoint halfway
+ * to full, 0 at full.  The reclaim bandwidth is measured, not tuned: over
+ * windows of 10 ms, bytes charged minus the growth of reclaimable space
+ * is what reclaim gave back; averaged with weight 1/4 (Linux's write
+ * bandwidth estimate has the same weight).  At the setpoint the writers
+ * are admitted exactly as fast as reclaim frees; past it slower, before
+ * it faster, so the fill settles where admission equals reclaim, whatever
+ * the error of the estimate (pos_ratio is the feedback that RocksDB's
+ * 0.8/1.25 steps approximate, applied continuously).
+ *
+ * HOW IT JOINS THE TICKETS AND THE PREEMPTIVE FLUSHER
+ *
+ * - The delay comes after the charge: a paced reservation has its bytes
+ *   (granted in the strict FIFO order of every reservation, tickets
+ *   included) and then pays its delay holding them.  Nobody can overtake
+ *   it while it sleeps, and a pool that does fill still queues tickets
+ *   exactly as without pacing: pacing only adds delay before that point.
+ * - The delays are slots of one pool-wide clock (next_ns): each paced
+ *   reservation books bytes / rate on it, behind the slots booked before
+ *   it, so N writers together get the rate, not N times it, in the order
+ *   they were charged; a late wake-up of one thread does not shift the
+ *   others.  Idle time is not banked: after a quiet spell the clock
+ *   restarts at the present.
+ * - The preemptive flusher is kicked by the same reservation before the
+ *   writer sleeps (srsv__maybe_queue_preempt() runs first), and a sleeping
+ *   writer re-reads the fill every millisecond: once flushing brings it
+ *   below freerun the delay ends at once (counted as "eased").  The
+ *   faster flushing reclaims, the higher the measured bandwidth and the
+ *   shorter every delay.
+ * - A reservation granted through a ticket already waited: it is not
+ *   paced again.  Only FLUSH_ALL and FLUSH_ALL_STEAL are paced: NO_FLUSH,
+ *   LIMIT and EVICT callers may hold a transaction (btrfs uses those modes
+ *   exactly there), and nothing called from a flush callback sleeps here.
+ *   The asynchronous ticket API (srsv_ticket_reserve()) is not paced.
+ * - One delay is at most pace_max_delay_ns (10 ms by default; Linux caps
+ *   a pause at 200 ms, HZ / 5): pacing smooths, the tickets stop.
+ *
+ * NOWAIT
+ *
+ * A NOWAIT reservation never sleeps here.  It is admitted as it would be
+ * without pacing, and its slot is still booked on the clock: the pool's
+ * rate holds, and the paced writers behind it absorb its delay.  It is
+ * counted (stat_nowait, and the delay it was spared in stat_nowait_ns) and
+ * traced, so an event loop that outruns reclaim is visible.  (Linux's
+ * BDP_ASYNC returns -EAGAIN instead; for a reservation that fits, failing
+ * would turn a soft limit into a hard one for exactly the callers that
+ * cannot wait to retry.)
+ *
+ * COST
+ *
+ * Off (the default) it costs one load of s->pace on the reservation path.
+ * On, every charge adds to one shared counter and every paced
+ * reservation reads the clock.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pace.h"
+#include "trace.h"
+
+/* Bandwidth sampling window and longest sleep between looks at the fill. */
+#define SRSV__PACE_WINDOW_NS (10ull * 1000 * 1000)
+#define SRSV__PACE_CHUNK_NS (1000ull * 1000)
+#define SRSV__PACE_DEFAULT_MAX_NS (10ull * 1000 * 1000)
+
+volatile AO_t srsv__pace_clock;
+volatile AO_t srsv__pace_sleep;
+
+static uint64_t pace_now(void)
+{
+	srsv__pace_clock_fn fn = (srsv__pace_clock_fn)AO_load(&srsv__pace_clock);
+
+	return fn ? fn() : srsv__now_ns();
+}
+
+static void pace_sleep(uint64_t ns)
+{
+	srsv__pace_sleep_fn fn = (srsv__pace_sleep_fn)AO_load(&srsv__pace_sleep);
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000ull),
+		.tv_nsec = (long)(ns % 1000000000ull),
+	};
+
+	if (fn)
+		fn(ns);
+	else
+		nanosleep(&ts, NULL);
+}
+
+int srsv__pace_create(struct srsv_space *s)
+{
+	const struct srsv_config *cfg = &s->ctx->cfg;
+	struct srsv__pace *p;
+
+	if (!cfg->pace_start_pct || !s->is_metadata)
+		return 0;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->freerun_pm = (uint64_t)cfg->pace_start_pct * 10;
+	p->setpoint_pm = (p->freerun_pm + 1000) / 2;
+	p->max_delay_ns = cfg->pace_max_delay_ns ? cfg->pace_max_delay_ns :
+			  SRSV__PACE_DEFAULT_MAX_NS;
+	s->pace = p;
+	return 0;
+}
+
+void srsv__pace_free(struct srsv_space *s)
+{
+	free(s->pace);
+	s->pace = NULL;
+}
+
+/*
+ * Reclaimable bytes held (*@held) and the room they may take; the fill
+ * in per mille (above 1000 when overcommitted).  Lock-free reads.  The
+ * admission word is read raw: credit in the per-CPU caches was charged,
+ * so it counts as held for the bandwidth arithmetic.
+ */
+static uint64_t fill_pm(struct srsv_space *s, uint64_t *held)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
+	uint64_t claimed = srsv__ld(&s->claimed);
+	uint64_t may_use = srsv__may_use_settled(s);
+	uint64_t global = srsv__metadata_space(ctx) == s ?
+			  srsv__std_rsv_reserved(ctx, SRSV_RSV_GLOBAL) : 0;
+	uint64_t committed = (claimed > pinned ? claimed - pinned : 0) +
+			     srsv__min(global, may_use);
+	uint64_t room = total > committed ? total - committed : 0;
+	uint64_t h = may_use - srsv__min(global, may_use) + pinned;
+
+	room += srsv__available_free_space(s, SRSV_FLUSH_ALL);
+	*held = h;
+	if (!room)
+		return h ? 2000 : 0;
+	return (uint64_t)((double)h * 1000 / (double)room);
+}
+
+/* Linux's pos_ratio (the global cubic), on the fill in per mille. */
+static double pos_ratio(const struct srsv__pace *p, uint64_t fill)
+{
+	double x, pos;
+
+	if (fill >= 1000)
+		return 0;
+	x = ((double)p->setpoint_pm - (double)fill) /
+	    (double)(1000 - p->setpoint_pm);
+	pos = 1 + x * x * x;
+	return pos < 0 ? 0 : pos > 2 ? 2 : pos;
+}
+
+/*
+ * Once per window, by one thread: what reclaim gave back since the last
+ * sample is what was charged less what reclaimable space grew by.
+ */
+static void sample_bw(struct srsv__pace *p, uint64_t now, uint64_t held)
+{
+	AO_t mark = AO_load_acquire(&p->sampling);
+	uint64_t charged, dt, bw, rate;
+	double freed;
+
+	/* sampling holds the last sample's time, or 1 while one runs. */
+	if (mark == 1 || now - (uint64_t)mark < SRSV__PACE_WINDOW_NS ||
+	    !AO_compare_and_swap_full(&p->sampling, mark, 1))
+		return;
+	charged = srsv__ld(&p->charged);
+	if (p->mark_ns) {
+		dt = now - p->mark_ns;
+		freed = (double)(charged - p->mark_charged) +
+			(double)p->mark_held - (double)held;
+		rate = freed > 0 ? (uint64_t)(freed * 1e9 / (double)dt) : 0;
+		bw = srsv__ld(&p->bw);
+		srsv__st(&p->bw, bw ? (3 * bw + rate) / 4 : rate);
+	}
+	p->mark_ns = now;
+	p->mark_charged = charged;
+	p->mark_held = held;
+	/* Never 1 (busy) nor 0 is a valid later time on this clock. */
+	AO_store_release(&p->sampling, (AO_t)(now > 1 ? now : 2));
+}
+
+static void stat_max(volatile AO_t *w, uint64_t v)
+{
+	AO_t old;
+
+	do {
+		old = AO_load(w);
+		if ((uint64_t)old >= v)
+			return;
+	} while (!AO_compare_and_swap_full(w, old, (AO_t)v));
+}
+
+/* Book @cost_ns on the slot clock; the delay until our slot starts. */
+static uint64_t book_slot(struct srsv__pace *p, uint64_t now, uint64_t cost)
+{
+	AO_t old, next;
+	uint64_t base;
+
+	do {
+		old = AO_load(&p->next_ns);
+		base = srsv__max((uint64_t)old, now);
+		/* A collapsed estimate must not book the far future: the
+		 * clock never runs more than one longest delay ahead. */
+		next = (AO_t)srsv__min(base + cost, now + p->max_delay_ns);
+	} while (!AO_compare_and_swap_full(&p->next_ns, old, next));
+	return srsv__min(base - now, p->max_delay_ns);
+}
+
+uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
+		    unsigned flags)
+{
+	struct srsv__pace *p = s->pace;
+	struct srsv_ctx *ctx = s->ctx;
+	uint64_t now, held, fill, bw, cost, delay, until, t, slept;
+	double rate;
+	bool eased = false;
+
+	if (mode != SRSV_FLUSH_ALL && mode != SRSV_FLUSH_ALL_STEAL)
+		return 0;
+	if (srsv__in_callback())
+		return 0;
+	now = pace_now();
+	fill = fill_pm(s, &held);
+	sample_bw(p, now, held);
+	if (fill < p->freerun_pm)
+		return 0;
+	bw = srsv__ld(&p->bw);
+	if (!bw)
+		return 0;	/* nothing measured yet: tickets protect */
+	rate = (double)bw * pos_ratio(p, fill);
+	cost = rate > 0 ? (uint64_t)((double)bytes * 1e9 / rate) :
+	       p->max_delay_ns;
+	cost = srsv__min(cost, p->max_delay_ns);
+	delay = book_slot(p, now, cost);
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		AO_fetch_and_add1(&p->stat_nowait);
+		AO_fetch_and_add(&p->stat_nowait_ns, (AO_t)delay);
+		srsv__trace_pace(s, bytes, delay, 0, bw, fill, true);
+		return 0;
+	}
+	if (!delay)
+		return 0;
+	/* Counted while asleep: shutdown waits for us (and wakes us). */
+	if (!srsv__ctx_enter(ctx))
+		return 0;
+	until = now + delay;
+	for (t = now; t < until;) {
+		uint64_t f;
+
+		pace_sleep(srsv__min(until - t, SRSV__PACE_CHUNK_NS));
+		t = pace_now();
+		if (srsv__ld(&ctx->closing))
+			break;
+		f = fill_pm(s, &held);
+		if (f < p->freerun_pm) {
+			eased = true;
+			break;
+		}
+	}
+	srsv__ctx_leave_waited(ctx);
+	slept = t - now;
+	AO_fetch_and_add1(&p->stat_paced);
+	AO_fetch_and_add(&p->stat_delay_ns, (AO_t)slept);
+	stat_max(&p->stat_max_delay_ns, slept);
+	if (eased)
+		AO_fetch_and_add1(&p->stat_eased);
+	srsv__trace_pace(s, bytes, delay, slept, bw, fill, false);
+	return slept;
+}
+
+void srsv__pace_get_stats(struct srsv_space *s, struct srsv__pace_stats *st)
+{
+	struct srsv__pace *p = s->pace;
+	uint64_t held;
+
+	memset(st, 0, sizeof(*st));
+	if (!p)
+		return;
+	st->paced = srsv__ld(&p->stat_paced);
+	st->delay_ns = srsv__ld(&p->stat_delay_ns);
+	st->max_delay_ns = srsv__ld(&p->stat_max_delay_ns);
+	st->eased = srsv__ld(&p->stat_eased);
+	st->nowait = srsv__ld(&p->stat_nowait);
+	st->nowait_ns = srsv__ld(&p->stat_nowait_ns);
+	st->bw = srsv__ld(&p->bw);
+	st->fill_pm = fill_pm(s, &held);
+}

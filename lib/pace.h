@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pacing (pace.c): module-private declarations.  Only reserve.c, space.c
+ * and the white-box tests include this header.
+ */
+#ifndef SRSV_PACE_H
+#define SRSV_PACE_H
+
+#include "internal.h"
+
+/* A pool's pacing state; allocated only when the ctx paces (pace.c). */
+struct srsv__pace {
+	/* Fill (per mille of the room) where pacing starts; > 0. */
+	uint64_t freerun_pm;
+	uint64_t setpoint_pm;		/* (freerun + 1000) / 2 */
+	uint64_t max_delay_ns;		/* longest single delay */
+
+	/* The slot clock: when the next paced reservation may return. */
+	volatile AO_t next_ns;
+	/* Monotonic: bytes charged to may_use in this pool. */
+	volatile AO_t charged;
+
+	/* Reclaim bandwidth estimate (bytes/s); sampled by one thread at a
+	 * time (sampling), over windows of SRSV__PACE_WINDOW_NS. */
+	volatile AO_t sampling;
+	uint64_t mark_ns, mark_charged, mark_held;
+	volatile AO_t bw;
+
+	/* Statistics (lock-free, monotonic except max). */
+	volatile AO_t stat_paced;	/* reservations that slept */
+	volatile AO_t stat_delay_ns;	/* total time slept */
+	volatile AO_t stat_max_delay_ns;	/* longest single delay */
+	volatile AO_t stat_eased;	/* delays cut short: fill fell */
+	volatile AO_t stat_nowait;	/* NOWAIT admitted instead of slept */
+	volatile AO_t stat_nowait_ns;	/* the delay they would have slept */
+};
+
+/* The pacing counters, for tests and (later) the snapshot. */
+struct srsv__pace_stats {
+	uint64_t paced, delay_ns, max_delay_ns, eased, nowait, nowait_ns;
+	uint64_t bw;			/* reclaim bandwidth estimate, B/s */
+	uint64_t fill_pm;		/* reclaimable / room, per mille */
+};
+
+/* Allocate @s's pacing state if the ctx's config asks for it. */
+int srsv__pace_create(struct srsv_space *s);
+void srsv__pace_free(struct srsv_space *s);
+
+/* Every charge of may_use (srsv__space_try_charge()). */
+static inline void srsv__pace_note_charge(struct srsv_space *s,
+					  uint64_t bytes)
+{
+	if (__builtin_expect(s->pace != NULL, 0))
+		AO_fetch_and_add(&s->pace->charged, (AO_t)bytes);
+}
+
+/*
+ * A reservation of @bytes in @mode (with @flags) was charged without
+ * waiting on a ticket: delay the caller as the pool's pacing says, or,
+ * for NOWAIT, book the delay on the slot clock without sleeping.  No lock
+ * held.  Returns the time slept.
+ */
+uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
+		    unsigned flags);
+
+void srsv__pace_get_stats(struct srsv_space *s, struct srsv__pace_stats *st);
+
+/*
+ * White-box tests: a clock and a sleep to use instead of CLOCK_MONOTONIC
+ * and nanosleep, stored as words (AO_load()).  Set them while no paced
+ * reservation runs; 0 restores the real ones.
+ */
+typedef uint64_t (*srsv__pace_clock_fn)(void);
+typedef void (*srsv__pace_sleep_fn)(uint64_t ns);
+extern volatile AO_t srsv__pace_clock;
+extern volatile AO_t srsv__pace_sleep;
+
+#endif /* SRSV_PACE_H */

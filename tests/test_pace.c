@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of pacing (lib/pace.c).
+ *
+ * The deterministic tests run a manual-mode ctx with an injected clock and
+ * sleep (srsv__pace_clock / srsv__pace_sleep): time moves only when a test
+ * or a paced sleep moves it, so every delay is exact.  One test uses real
+ * threads and the real clock, bounded by a 1 ms longest delay.
+ *
+ * The pool: 100 MiB of metadata, nothing used, no global reserve, nothing
+ * unallocated (no overcommit): the fill is (may_use + pinned) / 100 MiB.
+ * Pacing starts at 50% (freerun), its setpoint is 75%.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <check.h>
+
+#include "pace.h"	/* white-box: stats, the injected clock */
+
+#define MIB (UINT64_C(1) << 20)
+#define MS (UINT64_C(1000000))
+
+static uint64_t fake_now;
+static unsigned fake_sleeps;
+static void (*sleep_hook)(void);
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static void fake_sleep(uint64_t ns)
+{
+	fake_now += ns;
+	fake_sleeps++;
+	if (sleep_hook)
+		sleep_hook();
+}
+
+static struct srsv_ctx *ctx;
+static struct srsv_space *meta;
+
+static struct srsv_ctx *make_ctx(unsigned pct, uint64_t max_delay,
+				 unsigned flags)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = flags;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	cfg.pool_bytes[SRSV_POOL_DATA] = 100 * MIB;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 8 * MIB;
+	cfg.unallocated_bytes = 0;
+	cfg.pace_start_pct = pct;
+	cfg.pace_max_delay_ns = max_delay;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	return c;
+}
+
+static void setup_fake(void)
+{
+	fake_now = 1000 * MS;
+	fake_sleeps = 0;
+	sleep_hook = NULL;
+	AO_store(&srsv__pace_clock, (AO_t)fake_clock);
+	AO_store(&srsv__pace_sleep, (AO_t)fake_sleep);
+	ctx = make_ctx(50, 0, SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT);
+	meta = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	ck_assert_ptr_nonnull(meta);
+}
+
+static void teardown_fake(void)
+{
+	srsv_ctx_destroy(ctx);
+	AO_store(&srsv__pace_clock, 0);
+	AO_store(&srsv__pace_sleep, 0);
+}
+
+static struct srsv__pace_stats stats(void)
+{
+	struct srsv__pace_stats st;
+
+	srsv__pace_get_stats(meta, &st);
+	return st;
+}
+
+/*
+ * Bring the pool to 60 MiB held with a measured bandwidth of 500 MiB/s:
+ * 57 MiB reserved unpaced, a paced reservation of 1 MiB (first sample), 10
+ * ms later 5 MiB released and another 1 MiB reserved: 1 MiB charged while
+ * what is held fell by 4 MiB, so reclaim gave back 5 MiB in 10 ms.
+ */
+static void measure_500(void)
+{
+	ck_assert_int_eq(srsv_space_reserve(meta, 61 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().bw, 0);
+	fake_now += 10 * MS;
+	ck_assert_int_eq(srsv_space_release(meta, 5 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().bw, 500 * MIB);
+	/* 58 MiB held: past freerun, but the first slot starts now. */
+	ck_assert_uint_eq(stats().fill_pm, 580);
+	ck_assert_uint_eq(stats().paced, 0);
+}
+
+/* The cost of @bytes at fill @fill_pm (setpoint 750) and 500 MiB/s. */
+static uint64_t cost_ns(uint64_t bytes, double fill_pm)
+{
+	double x = (750 - fill_pm) / 250, pos = 1 + x * x * x;
+
+	return (uint64_t)((double)bytes * 1e9 / (500.0 * MIB * pos));
+}
+
+START_TEST(test_off_by_default)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+	struct srsv_space *m;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	ck_assert_uint_eq(cfg.pace_start_pct, 0);
+	ck_assert_uint_eq(cfg.pace_max_delay_ns, 0);
+	ck_assert_uint_eq(cfg.fixed_clamp, 0);
+	cfg.flags = SRSV_CTX_MANUAL;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	m = srsv_ctx_space(c, SRSV_POOL_METADATA);
+	ck_assert_ptr_null(m->pace);
+	srsv_ctx_destroy(c);
+	/* Data pools are never paced. */
+	c = make_ctx(50, 0, SRSV_CTX_MANUAL);
+	ck_assert_ptr_null(srsv_ctx_space(c, SRSV_POOL_DATA)->pace);
+	ck_assert_ptr_nonnull(srsv_ctx_space(c, SRSV_POOL_METADATA)->pace);
+	srsv_ctx_destroy(c);
+}
+END_TEST
+
+START_TEST(test_bad_config)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	cfg.pace_start_pct = 100;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	cfg.pace_start_pct = 99;
+	cfg.pace_max_delay_ns = 1000 * MS + 1;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	cfg.pace_max_delay_ns = 1000 * MS;
+	cfg.fixed_clamp = 9;
+	cfg.flags |= SRSV_CTX_FIXED_CLAMP;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), -EINVAL);
+	ck_assert_ptr_null(c);
+	/* The largest valid values are accepted. */
+	cfg.fixed_clamp = 8;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	srsv_ctx_destroy(c);
+}
+END_TEST
+
+START_TEST(test_fixed_clamp_value)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+	struct srsv_space_info info;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_FIXED_CLAMP;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	cfg.fixed_clamp = 8;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	ck_assert_int_eq(srsv_space_snapshot(srsv_ctx_space(c,
+			 SRSV_POOL_METADATA), &info, NULL, 0, NULL), 0);
+	ck_assert_uint_eq(info.clamp, 8);
+	srsv_ctx_destroy(c);
+	/* Without the flag the field is ignored: the clamp starts at 1. */
+	cfg.flags = SRSV_CTX_MANUAL;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	ck_assert_int_eq(srsv_space_snapshot(srsv_ctx_space(c,
+			 SRSV_POOL_METADATA), &info, NULL, 0, NULL), 0);
+	ck_assert_uint_eq(info.clamp, 1);
+	srsv_ctx_destroy(c);
+}
+END_TEST
+
+START_TEST(test_below_freerun_free)
+{
+	ck_assert_int_eq(srsv_space_reserve(meta, 40 * MIB, SRSV_FLUSH_ALL, 0),
+			 0);
+	fake_now += 10 * MS;
+	ck_assert_int_eq(srsv_space_release(meta, 10 * MIB), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+						    0), 0);
+	/* Measured, but the pool is below freerun: nobody slept. */
+	ck_assert_uint_gt(stats().bw, 0);
+	ck_assert_uint_eq(stats().fill_pm, 400);
+	ck_assert_uint_eq(fake_sleeps, 0);
+	ck_assert_uint_eq(stats().paced, 0);
+}
+END_TEST
+
+/*
+ * Slots in charge order: each reservation waits for the slots booked
+ * before it.  measure_500()'s last reservation booked the first slot (its
+ * cost at 58 MiB held) and started at once.
+ */
+START_TEST(test_slots_in_order)
+{
+	uint64_t t0, d;
+
+	measure_500();
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	d = fake_now - t0;
+	ck_assert_uint_ge(d + 1000, cost_ns(MIB, 580));
+	ck_assert_uint_le(d, cost_ns(MIB, 580) + 1000);
+	ck_assert_uint_eq(stats().paced, 1);
+	ck_assert_uint_eq(stats().delay_ns, d);
+	/* Sleeps come in slices of at most 1 ms. */
+	ck_assert_uint_eq(fake_sleeps, 2);
+	/* The next one waits for the slot the one before it booked (at 59
+	 * MiB held), not for its own. */
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	d = fake_now - t0;
+	ck_assert_uint_ge(d + 1000, cost_ns(MIB, 590));
+	ck_assert_uint_le(d, cost_ns(MIB, 590) + 1000);
+	ck_assert_uint_eq(stats().paced, 2);
+	ck_assert_uint_ge(stats().max_delay_ns, d);
+}
+END_TEST
+
+/* The further past the setpoint, the longer the delay (pos_ratio). */
+START_TEST(test_delay_grows_with_fill)
+{
+	uint64_t t0, d;
+
+	measure_500();
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	/* 30 MiB more, unpaced (NO_FLUSH), nothing freed: 89 MiB held. */
+	ck_assert_int_eq(srsv_space_reserve(meta, 30 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* This one pays the slot booked at 59 MiB and books one at 90. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	d = fake_now - t0;
+	ck_assert_uint_ge(d + 1000, cost_ns(MIB, 900));
+	ck_assert_uint_le(d, cost_ns(MIB, 900) + 1000);
+	ck_assert_uint_gt(cost_ns(MIB, 900), cost_ns(MIB, 590) * 3 / 2);
+	/* Never more than the longest delay (10 ms by default) at once. */
+	ck_assert_uint_le(stats().max_delay_ns, 10 * MS);
+}
+END_TEST
+
+/* Modes that may hold a transaction are never paced. */
+START_TEST(test_modes_not_paced)
+{
+	static const enum srsv_flush modes[] = {
+		SRSV_NO_FLUSH, SRSV_FLUSH_LIMIT, SRSV_FLUSH_EVICT,
+		SRSV_FLUSH_EMERGENCY,
+	};
+	unsigned sleeps;
+
+	measure_500();
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	sleeps = fake_sleeps;
+	ck_assert_uint_gt(sleeps, 0);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, modes[i], 0), 0);
+	ck_assert_uint_eq(fake_sleeps, sleeps);
+	/* FLUSH_ALL_STEAL is paced like FLUSH_ALL. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL_STEAL,
+					    0), 0);
+	ck_assert_uint_gt(fake_sleeps, sleeps);
+}
+END_TEST
+
+/* NOWAIT never sleeps; its slot is booked for the writers behind it. */
+START_TEST(test_nowait_never_sleeps)
+{
+	uint64_t t0, d_alone, d_behind;
+	unsigned sleeps;
+
+	measure_500();
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	d_alone = fake_now - t0;
+	ck_assert_uint_gt(d_alone, 0);
+	sleeps = fake_sleeps;
+	t0 = fake_now;
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+						    SRSV_RESERVE_NOWAIT), 0);
+	/* A zero timeout is "do not wait at all": treated as NOWAIT. */
+	ck_assert_int_eq(srsv_space_reserve_timeout(meta, MIB, SRSV_FLUSH_ALL,
+						    0, 0), 0);
+	ck_assert_uint_eq(fake_sleeps, sleeps);
+	ck_assert_uint_eq(fake_now, t0);
+	ck_assert_uint_eq(stats().nowait, 4);
+	ck_assert_uint_gt(stats().nowait_ns, 0);
+	ck_assert_uint_eq(stats().paced, 1);
+	/* The next blocking writer waits for its predecessor's slot and the
+	 * four the NOWAIT calls booked. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	d_behind = fake_now - t0;
+	ck_assert_uint_gt(d_behind, 4 * d_alone);
+}
+END_TEST
+
+/* Flushing that brings the fill below freerun ends a delay early. */
+static void flusher_catches_up(void)
+{
+	ck_assert_int_eq(srsv_space_release(meta, 41 * MIB), 0);
+	sleep_hook = NULL;
+}
+
+START_TEST(test_eases_when_flushing_catches_up)
+{
+	uint64_t t0;
+
+	measure_500();
+	ck_assert_int_eq(srsv_space_reserve(meta, 30 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* Pays the slot booked at 58 MiB; books a long one at 89. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().eased, 0);
+	ck_assert_uint_gt(cost_ns(MIB, 890), 2 * MS);
+	sleep_hook = flusher_catches_up;
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	/* After its first 1 ms slice the fill was 49%: it stopped. */
+	ck_assert_uint_eq(fake_now - t0, 1 * MS);
+	ck_assert_uint_eq(stats().eased, 1);
+	ck_assert_uint_eq(stats().fill_pm, 490);
+}
+END_TEST
+
+/* Nothing reclaimed: nobody is paced (the tickets still protect). */
+START_TEST(test_unmeasured_not_paced)
+{
+	ck_assert_int_eq(srsv_space_reserve(meta, 90 * MIB, SRSV_FLUSH_ALL, 0),
+			 0);
+	fake_now += 20 * MS;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().bw, 0);
+	ck_assert_uint_eq(fake_sleeps, 0);
+}
+END_TEST
+
+/* Full: pos_ratio 0, and the clock never runs more than 10 ms ahead. */
+START_TEST(test_full_longest_delay)
+{
+	uint64_t t0, t1;
+
+	measure_500();
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, 40 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* 99 MiB: pays the slot booked at 58, books a capped one. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	/* 100 MiB (pos_ratio 0): ends 10 ms after t0, not later. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().fill_pm, 1000);
+	ck_assert_uint_le(fake_now - t0, 10 * MS + 1000);
+	ck_assert_uint_ge(fake_now - t0, 10 * MS - 1000);
+	/* That last one booked 10 ms from its own start (t0 + 1.5 ms), not
+	 * from the end of the slot before it (t0 + 10 ms): what is left of
+	 * it is the next one's delay. */
+	ck_assert_int_eq(srsv_space_release(meta, 2 * MIB), 0);
+	t1 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_le(fake_now - t1, cost_ns(MIB, 580) + 1000);
+	ck_assert_uint_ge(fake_now - t1 + 1000, cost_ns(MIB, 580));
+	ck_assert_uint_le(stats().max_delay_ns, 10 * MS);
+	/* A new window was sampled: 2 MiB reclaimed in 10 ms. */
+	ck_assert_uint_eq(stats().bw, (3 * 500 * MIB + 200 * MIB) / 4);
+}
+END_TEST
+
+/* ---- real threads, real clock ---- */
+
+#define THREADS 4
+#define OPS 2000
+
+static void *writer(void *arg)
+{
+	struct srsv_space *m = arg;
+	uintptr_t fails = 0;
+
+	for (int i = 0; i < OPS; i++) {
+		int ret = srsv_space_reserve(m, 256 << 10, SRSV_FLUSH_ALL,
+					     (i % 7) ? 0 : SRSV_RESERVE_NOWAIT);
+
+		if (ret) {
+			fails++;
+			continue;
+		}
+		ck_assert_int_eq(srsv_space_release(m, 256 << 10), 0);
+	}
+	return (void *)fails;
+}
+
+START_TEST(test_threads_paced)
+{
+	struct srsv_ctx *c = make_ctx(50, 1 * MS, 0);
+	struct srsv_space *m = srsv_ctx_space(c, SRSV_POOL_METADATA);
+	struct srsv_space_info info;
+	pthread_t th[THREADS];
+	void *fails;
+
+	meta = m;
+	/* 70% held by someone else: every writer is past freerun. */
+	ck_assert_int_eq(srsv_space_reserve(m, 70 * MIB, SRSV_NO_FLUSH, 0), 0);
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, writer, m), 0);
+	for (int i = 0; i < THREADS; i++) {
+		ck_assert_int_eq(pthread_join(th[i], &fails), 0);
+		ck_assert_ptr_null(fails);
+	}
+	ck_assert_int_eq(srsv_space_release(m, 70 * MIB), 0);
+	ck_assert_int_eq(srsv_space_snapshot(m, &info, NULL, 0, NULL), 0);
+	ck_assert_uint_eq(info.may_use, 0);
+	ck_assert_uint_le(stats().max_delay_ns, 50 * MS);
+	srsv_ctx_destroy(c);
+}
+END_TEST
+
+/* Shutdown wakes a paced sleeper (it re-checks every millisecond). */
+static void *one_paced(void *arg)
+{
+	struct srsv_space *m = arg;
+
+	return (void *)(intptr_t)srsv_space_reserve(m, 256 << 10,
+						    SRSV_FLUSH_ALL, 0);
+}
+
+START_TEST(test_shutdown_while_paced)
+{
+	struct srsv_ctx *c = make_ctx(10, 1000 * MS, 0);
+	struct srsv_space *m = srsv_ctx_space(c, SRSV_POOL_METADATA);
+	struct timespec ts = { 0, 11 * 1000 * 1000 };
+	pthread_t th;
+	void *ret;
+
+	meta = m;
+	/* A bandwidth estimate: 10 MiB given back over 11 ms. */
+	ck_assert_int_eq(srsv_space_reserve(m, 50 * MIB, SRSV_FLUSH_ALL, 0), 0);
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(srsv_space_release(m, 10 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_gt(stats().bw, 0);
+	/* Nearly full: the next slot booked is the longest (1 s). */
+	ck_assert_int_eq(srsv_space_reserve(m, 48 * MIB, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, 256 << 10, SRSV_FLUSH_ALL, 0),
+			 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, one_paced, m), 0);
+	ts.tv_nsec = 50 * 1000 * 1000;
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(srsv_ctx_shutdown(c), 0);
+	ck_assert_int_eq(pthread_join(th, &ret), 0);
+	/* Its bytes were charged before it slept: it got them. */
+	ck_assert_int_eq((int)(intptr_t)ret, 0);
+	ck_assert_uint_ge(stats().paced, 1);
+	srsv_ctx_destroy(c);
+}
+END_TEST
+
+static Suite *pace_suite(void)
+{
+	Suite *s = suite_create("pace");
+	TCase *cfg = tcase_create("config");
+	TCase *det = tcase_create("deterministic");
+	TCase *thr = tcase_create("threads");
+
+	tcase_add_test(cfg, test_off_by_default);
+	tcase_add_test(cfg, test_bad_config);
+	tcase_add_test(cfg, test_fixed_clamp_value);
+	tcase_add_checked_fixture(det, setup_fake, teardown_fake);
+	tcase_add_test(det, test_below_freerun_free);
+	tcase_add_test(det, test_slots_in_order);
+	tcase_add_test(det, test_delay_grows_with_fill);
+	tcase_add_test(det, test_modes_not_paced);
+	tcase_add_test(det, test_nowait_never_sleeps);
+	tcase_add_test(det, test_eases_when_flushing_catches_up);
+	tcase_add_test(det, test_unmeasured_not_paced);
+	tcase_add_test(det, test_full_longest_delay);
+	tcase_add_test(thr, test_threads_paced);
+	tcase_add_test(thr, test_shutdown_while_paced);
+	tcase_set_timeout(thr, 60);
+	suite_add_tcase(s, cfg);
+	suite_add_tcase(s, det);
+	suite_add_tcase(s, thr);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(pace_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
