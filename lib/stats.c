@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pace.h"
 #include "stats.h"
 #include "trace.h"
 
@@ -177,6 +178,19 @@ SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
 	srsv__unlock(&s->lock);
 	for (int i = 0; i < SRSV_REFUSED_COUNT; i++)
 		all.refused[i] = srsv__ld(&s->stats.refused[i]);
+	if (s->pace) {
+		struct srsv__pace_stats ps;
+
+		srsv__pace_get_stats(s, &ps);
+		all.paced = ps.paced;
+		all.pace_delay_ns = ps.delay_ns;
+		all.pace_max_delay_ns = ps.max_delay_ns;
+		all.pace_eased = ps.eased;
+		all.pace_nowait = ps.nowait;
+		all.pace_nowait_ns = ps.nowait_ns;
+		all.pace_bw = ps.bw;
+		all.pace_fill_pm = ps.fill_pm;
+	}
 	/* Never more than the caller has: it may be an older layout. */
 	memcpy(stats, &all, size);
 	return 0;

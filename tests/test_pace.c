@@ -239,6 +239,20 @@ START_TEST(test_slots_in_order)
 	ck_assert_uint_le(d, cost_ns(MIB, 590) + 1000);
 	ck_assert_uint_eq(stats().paced, 2);
 	ck_assert_uint_ge(stats().max_delay_ns, d);
+	/* The same figures in the public statistics. */
+	{
+		struct srsv_space_stats ss;
+		struct srsv__pace_stats st = stats();
+
+		ck_assert_int_eq(srsv_space_get_stats(meta, &ss), 0);
+		ck_assert_uint_eq(ss.paced, 2);
+		ck_assert_uint_eq(ss.pace_delay_ns, st.delay_ns);
+		ck_assert_uint_eq(ss.pace_max_delay_ns, st.max_delay_ns);
+		ck_assert_uint_eq(ss.pace_bw, 500 * MIB);
+		ck_assert_uint_eq(ss.pace_fill_pm, 600);
+		ck_assert_uint_eq(ss.pace_nowait, 0);
+		ck_assert_uint_eq(ss.pace_eased, 0);
+	}
 }
 END_TEST
 
@@ -310,6 +324,13 @@ START_TEST(test_nowait_never_sleeps)
 	ck_assert_uint_eq(fake_sleeps, sleeps);
 	ck_assert_uint_eq(fake_now, t0);
 	ck_assert_uint_eq(stats().nowait, 4);
+	{
+		struct srsv_space_stats ss;
+
+		ck_assert_int_eq(srsv_space_get_stats(meta, &ss), 0);
+		ck_assert_uint_eq(ss.pace_nowait, 4);
+		ck_assert_uint_eq(ss.pace_nowait_ns, stats().nowait_ns);
+	}
 	ck_assert_uint_gt(stats().nowait_ns, 0);
 	ck_assert_uint_eq(stats().paced, 1);
 	/* The next blocking writer waits for its predecessor's slot and the

@@ -436,6 +436,23 @@ struct srsv_space_stats {
 	struct srsv_state_stats states[SRSV_STATS_STATES];
 	/** per ::srsv_refusal */
 	uint64_t refused[SRSV_STATS_REFUSALS];
+	/* Pacing (srsv_config::pace_start_pct; all 0 when off). */
+	/** reservations that slept to be paced */
+	uint64_t paced;
+	/** total time they slept */
+	uint64_t pace_delay_ns;
+	/** the longest single pacing delay */
+	uint64_t pace_max_delay_ns;
+	/** delays cut short: flushing brought the fill below freerun */
+	uint64_t pace_eased;
+	/** NOWAIT (or zero-timeout) reservations admitted, not slept */
+	uint64_t pace_nowait;
+	/** the delay those NOWAIT reservations were spared, in total */
+	uint64_t pace_nowait_ns;
+	/** reclaim bandwidth estimate, bytes/s (0: not measured) */
+	uint64_t pace_bw;
+	/** reclaimable space / the room it may take, per mille */
+	uint64_t pace_fill_pm;
 };
 
 /**
