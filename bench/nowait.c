@@ -334,7 +334,8 @@ static void *a_ticket_thread(void *arg)
 		if (ret == 0) {
 			/* Cannot happen (nothing frees space); be exact. */
 			atomic_fetch_add(&b->tickets_granted, 1);
-			srsv_space_release(b->meta, A_TICKET_BYTES);
+			if (srsv_space_release(b->meta, A_TICKET_BYTES))
+				abort();	/* we hold them */
 		} else if (ret == -ESHUTDOWN) {
 			break;
 		}
@@ -402,8 +403,9 @@ static int part_a(unsigned seconds, uint64_t cache_bytes,
 		ret = srsv_space_commit_used(b.meta, used);
 	if (ret)
 		goto out;
-	srsv_space_snapshot(b.data, &di0, NULL, 0, NULL);
-	srsv_space_snapshot(b.meta, &mi0, NULL, 0, NULL);
+	if (srsv_space_snapshot(b.data, &di0, NULL, 0, NULL) ||
+	    srsv_space_snapshot(b.meta, &mi0, NULL, 0, NULL))
+		abort();
 
 	ret = pthread_create(&ticket_thread, NULL, a_ticket_thread, &b);
 	if (ret) {
@@ -414,7 +416,8 @@ static int part_a(unsigned seconds, uint64_t cache_bytes,
 	for (int i = 0; i < 1000; i++) {
 		struct srsv_space_info mi;
 
-		srsv_space_snapshot(b.meta, &mi, NULL, 0, NULL);
+		if (srsv_space_snapshot(b.meta, &mi, NULL, 0, NULL))
+			abort();
 		if (mi.nr_tickets)
 			break;
 		sleep_ns(NSEC_PER_MSEC);
@@ -444,9 +447,10 @@ static int part_a(unsigned seconds, uint64_t cache_bytes,
 	pthread_join(ticket_thread, NULL);
 
 	/* Everything the NOWAIT calls took went back. */
-	srsv_space_snapshot(b.data, &di1, NULL, 0, NULL);
-	srsv_space_snapshot(b.meta, &mi1, NULL, 0, NULL);
-	srsv_quota_snapshot(b.quota, &qi);
+	if (srsv_space_snapshot(b.data, &di1, NULL, 0, NULL) ||
+	    srsv_space_snapshot(b.meta, &mi1, NULL, 0, NULL) ||
+	    srsv_quota_snapshot(b.quota, &qi))
+		abort();
 	res->valid = di1.may_use == di0.may_use && di1.used == di0.used &&
 		     mi1.may_use == mi0.may_use && mi1.used == mi0.used &&
 		     !qi.reserved[SRSV_QUOTA_DATA] &&

@@ -1555,7 +1555,8 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	pthread_join(e->dev.thread, NULL);
 
 	check_accounting(e, r);
-	srsv_space_snapshot(e->meta, &info, NULL, 0, NULL);
+	if (srsv_space_snapshot(e->meta, &info, NULL, 0, NULL))
+		abort();
 
 	for (unsigned i = 0; i < p->writers; i++) {
 		struct writer *w = &e->writers[i];

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <libspacersv/spacersv.h>
 
@@ -49,7 +50,8 @@ int main(void)
 	int i, ret = 0;
 
 	/* README begin */
-	srsv_config_init(&cfg);
+	if (srsv_config_init(&cfg))
+		return 1;
 	cfg.flush = flush;
 	cfg.pool_bytes[SRSV_POOL_METADATA] = 8 * MiB;
 	if (srsv_ctx_create(&cfg, &ctx))
@@ -74,7 +76,8 @@ int main(void)
 			break;
 	}
 
-	srsv_space_snapshot(meta, &info, NULL, 0, NULL);
+	if (srsv_space_snapshot(meta, &info, NULL, 0, NULL))
+		memset(&info, 0, sizeof(info));
 	srsv_ctx_destroy(ctx);
 	/* README end */
 	printf("%d writes: ret=%d used=%" PRIu64 " pinned=%" PRIu64

@@ -253,12 +253,16 @@ undo_data:
 	if (nowait)
 		srsv__space_release_nowait(data, bytes);
 	else
-		srsv_space_release(data, bytes);
+		srsv__discard(srsv_space_release(data, bytes));
 undo_quota:
 	if (quota) {
-		/* Lock-free: never blocks, even for NOWAIT. */
-		srsv_quota_release(quota, SRSV_QUOTA_DATA, bytes);
-		srsv_quota_release(quota, SRSV_QUOTA_META_PREALLOC, meta);
+		/* Lock-free: never blocks, even for NOWAIT.  Cannot fail: we
+		 * hold these quota bytes. */
+		srsv__discard(srsv_quota_release(quota, SRSV_QUOTA_DATA,
+						 bytes));
+		srsv__discard(srsv_quota_release(quota,
+						 SRSV_QUOTA_META_PREALLOC,
+						 meta));
 	}
 fail:
 	if (nowait && (ret == -ENOSPC || ret == -EDQUOT))

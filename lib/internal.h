@@ -47,6 +47,14 @@
 
 #define SRSV__EXPORT __attribute__((visibility("default")))
 
+/*
+ * A public call the library makes where it cannot fail (it gives back
+ * bytes it holds), or where a failure has no one to go to: the result is
+ * dropped on purpose.  "(void)!" because gcc's warn_unused_result
+ * (SRSV_MUST_CHECK) ignores a plain (void) cast.
+ */
+#define srsv__discard(call) ((void)!(call))
+
 #define SZ_1M (UINT64_C(1) << 20)
 #define SZ_128M (UINT64_C(128) << 20)
 #define SZ_256M (UINT64_C(256) << 20)

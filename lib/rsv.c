@@ -430,8 +430,10 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 		if (spilled)
 			srsv__trace_rsv(target, SRSV__RSV_SPILL, spilled, 0);
 	}
+	/* Cannot fail: the rsv held these bytes of may_use. */
 	if (excess > spilled)
-		srsv_space_release(R(rsv)->space, excess - spilled);
+		srsv__discard(srsv_space_release(R(rsv)->space,
+						 excess - spilled));
 	return 0;
 }
 

@@ -482,9 +482,9 @@ static void cb(struct srsv_ticket *t, int result, void *arg)
 	st->reserve_ret = srsv_space_reserve(st->s, 4 * KiB, SRSV_FLUSH_ALL,
 					     0);
 	if (!st->reserve_ret)
-		srsv_space_release(st->s, 4 * KiB);
+		ck_assert_int_eq(srsv_space_release(st->s, 4 * KiB), 0);
 	if (!result)
-		srsv_space_release(st->s, 16 * KiB);
+		ck_assert_int_eq(srsv_space_release(st->s, 16 * KiB), 0);
 }
 
 START_TEST(test_callback_in_reaper)
@@ -522,8 +522,7 @@ static int flush_free_at_alloc(struct srsv_space *space,
 	atomic_fetch_add(&flush_calls[state], 1);
 	if (state == SRSV_STATE_ALLOC_CHUNK &&
 	    atomic_load(&flush_calls[state]) == 1) {
-		srsv_space_grow(space, 32 * KiB);
-		return 0;
+		return srsv_space_grow(space, 32 * KiB);
 	}
 	return 0;
 }

@@ -116,13 +116,13 @@ static int space_flush_cb(struct srsv_space *s, enum srsv_flush_state state,
 	if (s == fx->data && !AO_load_acquire(&fx->flush_hold)) {
 		held = (uint64_t)AO_load(&fx->data_held);
 		if (held && AO_compare_and_swap_full(&fx->data_held, held, 0))
-			srsv_space_release(s, held);
+			ck_assert_int_eq(srsv_space_release(s, held), 0);
 	}
 	if (s == fx->meta && s != fx->data &&
 	    !AO_load_acquire(&fx->flush_hold)) {
 		held = (uint64_t)AO_load(&fx->meta_held);
 		if (held && AO_compare_and_swap_full(&fx->meta_held, held, 0))
-			srsv_space_release(s, held);
+			ck_assert_int_eq(srsv_space_release(s, held), 0);
 	}
 	return 0;
 }
@@ -1427,22 +1427,22 @@ static void reenter_checks(struct fx *fx)
 	fx->reenter_ret[0] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
 						   SRSV_DELALLOC_NORMAL, &r);
 	if (!fx->reenter_ret[0])
-		srsv_delalloc_release(&r);
+		ck_assert_int_eq(srsv_delalloc_release(&r), 0);
 	fx->reenter_ret[1] = srsv_delalloc_reserve(fx->ctx, fx->reenter_full,
 						   64 * KIB,
 						   SRSV_DELALLOC_NORMAL, &r);
 	/* Leave less metadata than one extent's worth. */
-	srsv_space_snapshot(fx->meta, &info, NULL, 0, NULL);
+	ck_assert_int_eq(srsv_space_snapshot(fx->meta, &info, NULL, 0, NULL), 0);
 	rest = info.total - info.used - info.reserved - info.pinned -
 	       info.may_use - 64 * KIB;
-	srsv_space_reserve(fx->meta, rest, SRSV_NO_FLUSH, 0);
+	ck_assert_int_eq(srsv_space_reserve(fx->meta, rest, SRSV_NO_FLUSH, 0), 0);
 	fx->reenter_ret[2] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
 						   SRSV_DELALLOC_LIMIT, &r);
 	fx->reenter_ret[3] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
 						   SRSV_DELALLOC_NORMAL, &r);
 	fx->reenter_ret[4] = srsv_delalloc_reserve(fx->ctx, NULL, 64 * KIB,
 						   SRSV_DELALLOC_NOFLUSH, &r);
-	srsv_space_release(fx->meta, rest);
+	ck_assert_int_eq(srsv_space_release(fx->meta, rest), 0);
 }
 
 START_TEST(test_deadlk_only_when_waiting)

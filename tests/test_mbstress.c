@@ -697,7 +697,8 @@ static void dump_owners(struct srsv_ctx *ctx, int p)
 	for (int i = 0; i < NR_THREADS; i++) {
 		struct srsv_rsv_info info = { 0 };
 
-		srsv_rsv_get_info(&G.w[i].rsv, &info);
+		if (srsv_rsv_get_info(&G.w[i].rsv, &info))
+			fprintf(stderr, "# thread %d: no rsv info\n", i);
 		fprintf(stderr, "# thread %d: holds %" PRIu64 ", rsv %" PRIu64
 			" of %" PRIu64 "\n", i, G.w[i].b.held[p],
 			info.reserved, info.size);
@@ -705,7 +706,9 @@ static void dump_owners(struct srsv_ctx *ctx, int p)
 	for (size_t i = 0; i < NR_STD; i++) {
 		struct srsv_rsv_info info = { 0 };
 
-		srsv_rsv_get_info(srsv_ctx_rsv(ctx, std_types[i]), &info);
+		if (srsv_rsv_get_info(srsv_ctx_rsv(ctx, std_types[i]), &info))
+			fprintf(stderr, "# standard rsv %d: no info\n",
+				(int)std_types[i]);
 		fprintf(stderr, "# standard rsv %d: %" PRIu64 " of %" PRIu64
 			"\n", (int)std_types[i], info.reserved, info.size);
 	}

@@ -94,7 +94,7 @@ static int quota_flush_cb(struct srsv_quota *q, void *user)
 		uint64_t deadline = now_ns() + WAIT_FOR_WAITERS_NS;
 
 		do {
-			srsv_quota_snapshot(q, &info);
+			ck_assert_int_eq(srsv_quota_snapshot(q, &info), 0);
 			if (info.flush_waits >= fx->wait_for_waiters)
 				break;
 			sleep_us(500);
@@ -104,7 +104,8 @@ static int quota_flush_cb(struct srsv_quota *q, void *user)
 		uint64_t deadline = now_ns() + WAIT_FOR_WAITERS_NS;
 
 		do {
-			srsv_quota_snapshot(fx->gate_waiter, &info);
+			ck_assert_int_eq(srsv_quota_snapshot(fx->gate_waiter,
+							     &info), 0);
 			if (info.flush_waits >= 1)
 				break;
 			sleep_us(500);

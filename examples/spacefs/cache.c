@@ -215,7 +215,7 @@ static void extents_release(struct sfs *fs, struct extent *list)
 
 	for (; list; list = next) {
 		next = list->next;
-		srsv_delalloc_release(&list->resv);
+		SFS_MUST(srsv_delalloc_release(&list->resv));
 		extent_free(fs, list);
 	}
 }
@@ -457,7 +457,7 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 	free(fresh);
 	if (need) {
 		atomic_fetch_add(&fs->dirty_bytes, need * SFS_PAGE);
-		srsv_ctx_account_delalloc(fs->ctx, (int64_t)(need * SFS_PAGE), 0);
+		SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, (int64_t)(need * SFS_PAGE), 0));
 		pthread_mutex_lock(&fs->wb_lock);
 		for (e = held_list; e; e = held_list) {
 			held_list = e->next;
@@ -665,7 +665,7 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 		pages[i]->wb = true;
 	size = ino->size;
 	pthread_rwlock_unlock(&ino->lock);
-	srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, (int64_t)bytes);
+	SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, (int64_t)bytes));
 	err = write_pages(ino, size, pages, nr);
 	pthread_rwlock_wrlock(&ino->lock);
 	if (err) {
@@ -677,7 +677,7 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 		srsv_ctx_set_error(fs->ctx, -EIO);
 		for (unsigned k = 0; k < n; k++) {
 			freed += ev[k]->resv.meta_bytes;
-			srsv_delalloc_release(&ev[k]->resv);
+			SFS_MUST(srsv_delalloc_release(&ev[k]->resv));
 		}
 	} else {
 		pthread_mutex_lock(&fs->trans_lock);
@@ -721,7 +721,7 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 	}
 	pthread_rwlock_unlock(&ino->lock);
 
-	srsv_ctx_account_delalloc(fs->ctx, 0, -(int64_t)bytes);
+	SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, 0, -(int64_t)bytes));
 	atomic_fetch_sub(&fs->dirty_bytes, bytes);
 	atomic_fetch_add(&fs->wb_extents, n);
 	atomic_fetch_add(&fs->wb_bytes, bytes);
@@ -874,8 +874,8 @@ void sfs__drop_inode_cache(struct sfs *fs, struct sinode *ino)
 			free(e->pages[i]);
 		}
 		pthread_rwlock_unlock(&ino->lock);
-		srsv_delalloc_release(&e->resv);
-		srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, 0);
+		SFS_MUST(srsv_delalloc_release(&e->resv));
+		SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, 0));
 		atomic_fetch_sub(&fs->dirty_bytes, bytes);
 		pthread_mutex_lock(&fs->wb_lock);
 		ino->nr_extents--;

@@ -167,13 +167,13 @@ void sfs__pin_locked(struct sfs *fs, struct sinode *ino, uint64_t pages,
 		     uint64_t meta)
 {
 	if (pages) {
-		srsv_space_pin(fs->data, pages * SFS_PAGE);
+		SFS_MUST(srsv_space_pin(fs->data, pages * SFS_PAGE));
 		fs->pinned_data += pages * SFS_PAGE;
 		if (ino && ino->tenant >= 0)
 			fs->tenants[ino->tenant].pinned_pages += pages;
 	}
 	if (meta) {
-		srsv_space_pin(fs->meta, meta);
+		SFS_MUST(srsv_space_pin(fs->meta, meta));
 		fs->pinned_meta += meta;
 	}
 }
@@ -340,14 +340,14 @@ int sfs__item_reserve(struct sfs *fs, enum srsv_flush mode)
  * another rsv); the caller owns them as may_use afterwards. */
 static void item_take(struct sfs *fs)
 {
-	srsv_rsv_use(fs->delops, SFS_ITEM);
-	srsv_rsv_release(fs->delops, SFS_ITEM, NULL);
+	SFS_MUST(srsv_rsv_use(fs->delops, SFS_ITEM));
+	SFS_MUST(srsv_rsv_release(fs->delops, SFS_ITEM, NULL));
 }
 
 void sfs__item_unreserve(struct sfs *fs)
 {
 	item_take(fs);
-	srsv_space_release(fs->meta, SFS_ITEM);
+	SFS_MUST(srsv_space_release(fs->meta, SFS_ITEM));
 }
 
 void sfs__item_queue(struct sfs *fs, struct sinode *a, struct sinode *b,
@@ -391,11 +391,11 @@ static void item_apply(struct sfs *fs, struct item *it)
 		used += leaf_del_locked(fs, it->del);
 	item_take(fs);
 	if (used) {
-		srsv_space_alloc(fs->meta, used);
-		srsv_space_commit_used(fs->meta, used);
+		SFS_MUST(srsv_space_alloc(fs->meta, used));
+		SFS_MUST(srsv_space_commit_used(fs->meta, used));
 	}
 	if (used < SFS_ITEM)
-		srsv_space_release(fs->meta, SFS_ITEM - used);
+		SFS_MUST(srsv_space_release(fs->meta, SFS_ITEM - used));
 	pthread_mutex_unlock(&fs->trans_lock);
 	for (int i = 0; i < 3; i++)
 		sfs__iput(fs, it->cow[i]);
@@ -490,13 +490,13 @@ void sfs__commit(struct sfs *fs)
 
 	/* ...then the old ones may be reused. */
 	if (pd)
-		srsv_space_unpin(fs->data, pd);
+		SFS_MUST(srsv_space_unpin(fs->data, pd));
 	if (pm)
-		srsv_space_unpin(fs->meta, pm);
+		SFS_MUST(srsv_space_unpin(fs->meta, pm));
 	for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
 		if (tp[i])
-			srsv_quota_free_used(fs->tenants[i].quota,
-					     tp[i] * SFS_PAGE);
+			SFS_MUST(srsv_quota_free_used(fs->tenants[i].quota,
+					     tp[i] * SFS_PAGE));
 	srsv_quota_commit(fs->ctx, NULL);
 	atomic_fetch_add(&fs->commits, 1);
 	atomic_fetch_add(&fs->commit_ns, sfs__now_ns() - t0);
@@ -519,7 +519,7 @@ static int alloc_chunk(struct sfs *fs, struct srsv_space *space, bool force)
 	if (space == fs->meta && !force) {
 		struct srsv_space_info mi = empty_info;
 
-		srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL);
+		SFS_MUST(srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL));
 		if ((mi.used + mi.reserved + mi.pinned) * 100 <
 		    mi.total * META_ALLOC_PCT) {
 			pthread_mutex_unlock(&fs->chunk_lock);
@@ -911,9 +911,9 @@ static int check_at_rest(struct sfs *fs, FILE *report)
 	pthread_mutex_lock(&fs->commit_lock);
 	pthread_mutex_lock(&fs->chunk_lock);
 	pthread_mutex_lock(&fs->trans_lock);
-	srsv_space_snapshot(fs->data, &di, NULL, 0, NULL);
-	srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL);
-	srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl);
+	SFS_MUST(srsv_space_snapshot(fs->data, &di, NULL, 0, NULL));
+	SFS_MUST(srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL));
+	SFS_MUST(srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl));
 	bad |= expect(report, "data used", di.used, fs->used_pages * SFS_PAGE);
 	bad |= expect(report, "data pinned", di.pinned, 0);
 	bad |= expect(report, "data reserved", di.reserved, 0);
@@ -941,7 +941,7 @@ static int check_at_rest(struct sfs *fs, FILE *report)
 		struct srsv_quota_info qi;
 		char what[128];
 
-		srsv_quota_snapshot(fs->tenants[i].quota, &qi);
+		SFS_MUST(srsv_quota_snapshot(fs->tenants[i].quota, &qi));
 		snprintf(what, sizeof(what), "tenant %s used",
 			 fs->tenants[i].name);
 		bad |= expect(report, what, qi.used,
@@ -1010,8 +1010,8 @@ int sfs_statfs(struct sfs *fs, struct statvfs *st)
 
 	if (fstatvfs(fs->dirfd, &b))
 		return -errno;
-	srsv_space_snapshot(fs->data, &di, NULL, 0, NULL);
-	srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL);
+	SFS_MUST(srsv_space_snapshot(fs->data, &di, NULL, 0, NULL));
+	SFS_MUST(srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL));
 	/* Pinned data is free space: a write that needs it gets it, because
 	 * a waiting data ticket commits (btrfs_statfs() counts bytes_used
 	 * only, so df on btrfs shows pinned extents as free too). */
@@ -1171,7 +1171,7 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("engine.inodes", fs->nr_inode_items);
 	S("backing_fds", atomic_load(&fs->nr_fds));
 	pthread_mutex_unlock(&fs->trans_lock);
-	srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl);
+	SFS_MUST(srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl));
 	S("rsv.delalloc", dl.reserved);
 #undef S
 	bprintf(&b, "check %s\n", check > 0 ? "not-run" : check ? "FAILED" : "ok");

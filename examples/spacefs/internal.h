@@ -23,10 +23,25 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include <libspacersv/spacersv.h>
 
 #include "spacefs.h"
+
+/*
+ * A library call that cannot fail here (spacefs gives back what it holds,
+ * reads what exists): a failure is an accounting bug of spacefs, reported
+ * on stderr, never ignored silently (the calls are SRSV_MUST_CHECK).
+ */
+#define SFS_MUST(call) sfs__must((call), #call, __FILE__, __LINE__)
+static inline void sfs__must(int ret, const char *what, const char *file,
+			     int line)
+{
+	if (ret)
+		fprintf(stderr, "spacefs: %s:%d: %s = %d\n", file, line, what,
+			ret);
+}
 
 struct extent;
 

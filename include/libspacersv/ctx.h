@@ -198,7 +198,7 @@ int srsv_config_init(struct srsv_config *cfg);
  * @retval -EAGAIN a worker thread could not be started
  * @note Thread-safe.  On failure nothing is left allocated.
  */
-int srsv_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
+SRSV_MUST_CHECK int srsv_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
 
 /**
  * Stop the ctx: every waiting ticket ends with -ESHUTDOWN, new reservations
@@ -261,7 +261,7 @@ struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx, enum srsv_pool kind);
  * @retval -EINVAL ctx is NULL
  * @note Thread-safe; may be called from flush callbacks.
  */
-int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes);
 
 /**
  * Read the unallocated device space.
@@ -284,7 +284,7 @@ uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx);
  *         (nothing changed)
  * @note Thread-safe, lock-free, never blocks.
  */
-int srsv_ctx_account_delalloc(struct srsv_ctx *ctx, int64_t delalloc_delta,
+SRSV_MUST_CHECK int srsv_ctx_account_delalloc(struct srsv_ctx *ctx, int64_t delalloc_delta,
 			      int64_t ordered_delta);
 
 /**

@@ -128,7 +128,7 @@ struct srsv_delalloc_resv {
  *       failure the pools and the quota are exactly as before (no spill
  *       into other rsvs).
  */
-int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
+SRSV_MUST_CHECK int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 			  uint64_t bytes, enum srsv_delalloc_mode mode,
 			  struct srsv_delalloc_resv *resv);
 
@@ -152,7 +152,7 @@ int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
  *       ended by two threads at once.  Never sleeps on the quota; the
  *       DELALLOC rsv and the pools are updated with their ordinary locks.
  */
-int srsv_delalloc_release(struct srsv_delalloc_resv *resv);
+SRSV_MUST_CHECK int srsv_delalloc_release(struct srsv_delalloc_resv *resv);
 
 /** For srsv_delalloc_finish(): all the reserved metadata was used. */
 #define SRSV_DELALLOC_META_ALL UINT64_MAX
@@ -186,7 +186,7 @@ int srsv_delalloc_release(struct srsv_delalloc_resv *resv);
  *       the call), the other transitions are still made, -EINVAL is
  *       returned and @p resv is ended.
  */
-int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
+SRSV_MUST_CHECK int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
 
 /**
  * The metadata cost srsv_delalloc_reserve() would reserve for @p bytes.
@@ -198,7 +198,7 @@ int srsv_delalloc_finish(struct srsv_delalloc_resv *resv, uint64_t meta_used);
  * @retval -EINVAL NULL ctx or meta_bytes, or overflow
  * @note Thread-safe, lock-free.
  */
-int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t bytes,
 			    uint64_t *extents, uint64_t *meta_bytes);
 
 /**

@@ -89,7 +89,7 @@ enum srsv_quota_flags {
  *       duplicates linearly (creation is rare).  The quota lives until
  *       srsv_quota_destroy() or srsv_ctx_destroy().
  */
-int srsv_quota_create(struct srsv_ctx *ctx, uint64_t id, uint64_t limit,
+SRSV_MUST_CHECK int srsv_quota_create(struct srsv_ctx *ctx, uint64_t id, uint64_t limit,
 		      struct srsv_quota **out);
 
 /**
@@ -115,7 +115,7 @@ int srsv_quota_destroy(struct srsv_quota *quota);
  * @retval -EINVAL NULL argument
  * @note Thread-safe; the pointer is valid until the quota is destroyed.
  */
-int srsv_quota_lookup(struct srsv_ctx *ctx, uint64_t id,
+SRSV_MUST_CHECK int srsv_quota_lookup(struct srsv_ctx *ctx, uint64_t id,
 		      struct srsv_quota **out);
 
 /**
@@ -170,7 +170,7 @@ int srsv_quota_set_limit(struct srsv_quota *quota, uint64_t limit);
  *       srsv_ctx_shutdown().  srsv_ctx_shutdown() from another thread
  *       waits for a running quota flush to return.
  */
-int srsv_quota_reserve(struct srsv_quota *quota, enum srsv_quota_kind kind,
+SRSV_MUST_CHECK int srsv_quota_reserve(struct srsv_quota *quota, enum srsv_quota_kind kind,
 		       uint64_t bytes, unsigned flags);
 
 /**
@@ -186,7 +186,7 @@ int srsv_quota_reserve(struct srsv_quota *quota, enum srsv_quota_kind kind,
  * @note Thread-safe, lock-free: never blocks, so NOWAIT callers may undo
  *       with it and flush callbacks may call it.
  */
-int srsv_quota_release(struct srsv_quota *quota, enum srsv_quota_kind kind,
+SRSV_MUST_CHECK int srsv_quota_release(struct srsv_quota *quota, enum srsv_quota_kind kind,
 		       uint64_t bytes);
 
 /**
@@ -200,7 +200,7 @@ int srsv_quota_release(struct srsv_quota *quota, enum srsv_quota_kind kind,
  *         changed)
  * @note Thread-safe; takes the quota lock (may sleep).
  */
-int srsv_quota_convert(struct srsv_quota *quota, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_quota_convert(struct srsv_quota *quota, uint64_t bytes);
 
 /**
  * The transaction committed: free every tenant's META_PERTRANS.
@@ -233,7 +233,7 @@ int srsv_quota_commit_one(struct srsv_quota *quota, uint64_t *freed);
  * @retval -EINVAL NULL quota, or more than DATA holds (nothing changed)
  * @note Thread-safe; takes the quota lock (may sleep).
  */
-int srsv_quota_charge_used(struct srsv_quota *quota, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_quota_charge_used(struct srsv_quota *quota, uint64_t bytes);
 
 /**
  * Written data was deleted: used -= bytes.
@@ -243,7 +243,7 @@ int srsv_quota_charge_used(struct srsv_quota *quota, uint64_t bytes);
  * @retval -EINVAL NULL quota, or more than used (nothing changed)
  * @note Thread-safe, lock-free.
  */
-int srsv_quota_free_used(struct srsv_quota *quota, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_quota_free_used(struct srsv_quota *quota, uint64_t bytes);
 
 /** A tenant's figures, from srsv_quota_snapshot(). */
 struct srsv_quota_info {
@@ -282,7 +282,7 @@ struct srsv_quota_info {
  * @retval -EINVAL NULL argument
  * @note Thread-safe; takes the quota lock (may sleep).
  */
-int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
+SRSV_MUST_CHECK int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
 
 /**
  * The tenant id of a quota.

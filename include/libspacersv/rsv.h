@@ -59,7 +59,7 @@ struct srsv_rsv {
  * @retval -EINVAL NULL argument or bad type
  * @note Not thread-safe for @p rsv (nobody else may use it yet).
  */
-int srsv_rsv_init(struct srsv_rsv *rsv, struct srsv_space *space,
+SRSV_MUST_CHECK int srsv_rsv_init(struct srsv_rsv *rsv, struct srsv_space *space,
 		  enum srsv_rsv_type type);
 
 /**
@@ -84,7 +84,7 @@ int srsv_rsv_destroy(struct srsv_rsv *rsv);
  * @retval negative as srsv_space_reserve(); the rsv is unchanged
  * @note Thread-safe.
  */
-int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes, enum srsv_flush mode,
+SRSV_MUST_CHECK int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes, enum srsv_flush mode,
 		 unsigned flags);
 
 /**
@@ -98,7 +98,7 @@ int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes, enum srsv_flush mode,
  * @retval negative as srsv_space_reserve(); the rsv is unchanged
  * @note Thread-safe.
  */
-int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
+SRSV_MUST_CHECK int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 		    enum srsv_flush mode, unsigned flags);
 
 /**
@@ -111,7 +111,7 @@ int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
  * @retval -EINVAL NULL or uninitialised rsv
  * @note Thread-safe.
  */
-int srsv_rsv_use(struct srsv_rsv *rsv, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_rsv_use(struct srsv_rsv *rsv, uint64_t bytes);
 
 /**
  * Move @p bytes from @p src to @p dst (same pool): use from src, add to
@@ -125,7 +125,7 @@ int srsv_rsv_use(struct srsv_rsv *rsv, uint64_t bytes);
  * @retval -EINVAL NULL, same rsv, or different pools
  * @note Thread-safe.
  */
-int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
+SRSV_MUST_CHECK int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
 		     uint64_t bytes, bool update_size);
 
 /**
@@ -155,7 +155,7 @@ int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent);
  * @retval -EINVAL NULL rsv, or @p bytes larger than the size (unchanged)
  * @note Thread-safe.
  */
-int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 		     uint64_t *released);
 
 /**
@@ -172,7 +172,7 @@ int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
  * @retval -EINVAL NULL rsv or 0 bytes
  * @note Thread-safe; never waits.
  */
-int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
 			  struct srsv_rsv **used_rsv);
 
 /**
@@ -202,7 +202,7 @@ struct srsv_rsv_info {
  * @retval -EINVAL NULL argument or uninitialised rsv
  * @note Thread-safe.
  */
-int srsv_rsv_get_info(struct srsv_rsv *rsv, struct srsv_rsv_info *info);
+SRSV_MUST_CHECK int srsv_rsv_get_info(struct srsv_rsv *rsv, struct srsv_rsv_info *info);
 
 /**
  * A standard reservation of the ctx: GLOBAL, TRANS, DELOPS (delayed items),
@@ -227,7 +227,7 @@ struct srsv_rsv *srsv_ctx_rsv(struct srsv_ctx *ctx, enum srsv_rsv_type type);
  * @retval -EINVAL NULL ctx
  * @note Thread-safe.
  */
-int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx, uint64_t bytes);
 
 #ifdef __cplusplus
 }

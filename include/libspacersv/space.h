@@ -53,7 +53,7 @@ extern "C" {
  * @retval other the error set by srsv_ctx_set_error()
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
  */
-int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
 		       enum srsv_flush mode, unsigned flags);
 
 /**
@@ -68,7 +68,7 @@ int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
  * @retval 0 and the other errors as srsv_space_reserve()
  * @note Thread-safe.
  */
-int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
 			       enum srsv_flush mode, unsigned flags,
 			       uint64_t timeout_ns);
 
@@ -105,7 +105,7 @@ struct srsv_ticket {
  * returns something other than -EINPROGRESS, or cancelled and then waited
  * on) before its memory is reused.
  */
-int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
+SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
 			uint64_t bytes, enum srsv_flush mode, unsigned flags);
 
 /**
@@ -125,7 +125,7 @@ int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
  * it must not race srsv_ctx_destroy(): call srsv_ctx_shutdown() (which
  * ends every ticket), let the waits return, then destroy.
  */
-int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
+SRSV_MUST_CHECK int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
 
 /**
  * Cancel a queued ticket; its waiter returns -ECANCELED.  A ticket already
@@ -152,7 +152,7 @@ int srsv_ticket_cancel(struct srsv_ticket *ticket);
  * @note Thread-safe; lock-free unless tickets are queued; may be called
  * from flush callbacks.
  */
-int srsv_space_release(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_release(struct srsv_space *space, uint64_t bytes);
 
 /**
  * The allocator took @p bytes of a reservation: may_use -> reserved.
@@ -162,7 +162,7 @@ int srsv_space_release(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or may_use smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_alloc(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_alloc(struct srsv_space *space, uint64_t bytes);
 
 /**
  * An allocation was abandoned before it was referenced: reserved -> free.
@@ -173,7 +173,7 @@ int srsv_space_alloc(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or reserved smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_free_reserved(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_free_reserved(struct srsv_space *space, uint64_t bytes);
 
 /**
  * The allocated bytes are now referenced (written and committed to the
@@ -184,7 +184,7 @@ int srsv_space_free_reserved(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or reserved smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_commit_used(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_commit_used(struct srsv_space *space, uint64_t bytes);
 
 /**
  * Bytes freed in the running transaction (overwritten or deleted, still
@@ -195,7 +195,7 @@ int srsv_space_commit_used(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or used smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_pin(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_pin(struct srsv_space *space, uint64_t bytes);
 
 /**
  * The commit is done: pinned -> free.  Grants waiting tickets.
@@ -205,7 +205,7 @@ int srsv_space_pin(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or pinned smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_unpin(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_unpin(struct srsv_space *space, uint64_t bytes);
 
 /**
  * Add capacity to the pool (a new chunk): total += bytes, clears "full",
@@ -217,7 +217,7 @@ int srsv_space_unpin(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes or overflow
  * @note Thread-safe; meant for the ALLOC_CHUNK states.
  */
-int srsv_space_grow(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_grow(struct srsv_space *space, uint64_t bytes);
 
 /**
  * Remove read-only capacity from the pool (a block group deleted after
@@ -228,7 +228,7 @@ int srsv_space_grow(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space, 0 bytes, or readonly smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_shrink(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_shrink(struct srsv_space *space, uint64_t bytes);
 
 /**
  * Make free bytes read-only (free -> readonly).
@@ -241,7 +241,7 @@ int srsv_space_shrink(struct srsv_space *space, uint64_t bytes);
  * @retval -EINVAL NULL space or 0 bytes
  * @note Thread-safe.
  */
-int srsv_space_set_readonly(struct srsv_space *space, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_space_set_readonly(struct srsv_space *space, uint64_t bytes,
 			    bool force);
 
 /**
@@ -252,7 +252,7 @@ int srsv_space_set_readonly(struct srsv_space *space, uint64_t bytes,
  * @retval -EINVAL NULL space, 0 bytes, or readonly smaller than @p bytes
  * @note Thread-safe.
  */
-int srsv_space_clear_readonly(struct srsv_space *space, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_space_clear_readonly(struct srsv_space *space, uint64_t bytes);
 
 /**
  * Mark the pool as unable to grow (or able again).  The library also sets
@@ -336,7 +336,7 @@ struct srsv_ticket_info {
  * @retval -EINVAL NULL space or info, or NULL tickets with max > 0
  * @note Thread-safe; takes the pool lock, allocates nothing.
  */
-int srsv_space_snapshot(struct srsv_space *space, struct srsv_space_info *info,
+SRSV_MUST_CHECK int srsv_space_snapshot(struct srsv_space *space, struct srsv_space_info *info,
 			struct srsv_ticket_info *tickets, size_t max,
 			size_t *nr_tickets);
 

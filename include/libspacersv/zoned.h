@@ -172,7 +172,7 @@ int srsv_zoned_config_init(struct srsv_zoned_config *cfg);
  * @note Thread-safe.  Call it before any other zoned function; they return
  *       -EINVAL on a ctx that is not zoned.
  */
-int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zoned_config *cfg);
+SRSV_MUST_CHECK int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zoned_config *cfg);
 
 /**
  * Register a zone group, empty (write pointer 0), inactive.  Its pool
@@ -196,7 +196,7 @@ int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zoned_config *cfg);
  *       lock; neither is held by the hint, activation, allocation or
  *       srsv_zone_group_written(), which therefore never wait for it.
  */
-int srsv_zone_group_add(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
+SRSV_MUST_CHECK int srsv_zone_group_add(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 			uint64_t start, uint64_t length, uint64_t capacity,
 			struct srsv_zone_group **out);
 
@@ -223,7 +223,7 @@ int srsv_zone_group_add(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
  * @retval -EINVAL NULL group
  * @note Thread-safe.
  */
-int srsv_zone_group_activate(struct srsv_zone_group *group);
+SRSV_MUST_CHECK int srsv_zone_group_activate(struct srsv_zone_group *group);
 
 /**
  * Finish an active group (btrfs_zone_finish()): the write pointer moves to
@@ -313,7 +313,7 @@ int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
  * @note Thread-safe; takes the group lock (and, when the group becomes
  *       full, the active-list lock).
  */
-int srsv_zone_group_alloc(struct srsv_zone_group *group, uint64_t bytes,
+SRSV_MUST_CHECK int srsv_zone_group_alloc(struct srsv_zone_group *group, uint64_t bytes,
 			  uint64_t *logical);
 
 /**
@@ -328,7 +328,7 @@ int srsv_zone_group_alloc(struct srsv_zone_group *group, uint64_t bytes,
  *         outstanding (nothing changed)
  * @note Thread-safe.
  */
-int srsv_zone_group_written(struct srsv_zone_group *group, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_zone_group_written(struct srsv_zone_group *group, uint64_t bytes);
 
 /**
  * An allocation in the group was abandoned before it was written: the
@@ -342,7 +342,7 @@ int srsv_zone_group_written(struct srsv_zone_group *group, uint64_t bytes);
  *         has reserved (nothing changed)
  * @note Thread-safe.
  */
-int srsv_zone_group_abandon(struct srsv_zone_group *group, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_zone_group_abandon(struct srsv_zone_group *group, uint64_t bytes);
 
 /**
  * Referenced bytes in the group were freed (deleted or overwritten and no
@@ -359,7 +359,7 @@ int srsv_zone_group_abandon(struct srsv_zone_group *group, uint64_t bytes);
  *         has used (nothing changed)
  * @note Thread-safe.
  */
-int srsv_zone_group_free(struct srsv_zone_group *group, uint64_t bytes);
+SRSV_MUST_CHECK int srsv_zone_group_free(struct srsv_zone_group *group, uint64_t bytes);
 
 /** A zone group, from srsv_zone_group_info(). */
 struct srsv_zone_group_info {
@@ -387,7 +387,7 @@ struct srsv_zone_group_info {
  * @retval -EINVAL NULL argument
  * @note Thread-safe.
  */
-int srsv_zone_group_info(struct srsv_zone_group *group,
+SRSV_MUST_CHECK int srsv_zone_group_info(struct srsv_zone_group *group,
 			 struct srsv_zone_group_info *info);
 
 /**
@@ -430,7 +430,7 @@ struct srsv_zoned_info {
  * @retval -EINVAL NULL argument or non-zoned ctx
  * @note Thread-safe.
  */
-int srsv_zoned_get_info(struct srsv_ctx *ctx, struct srsv_zoned_info *info);
+SRSV_MUST_CHECK int srsv_zoned_get_info(struct srsv_ctx *ctx, struct srsv_zoned_info *info);
 
 /**
  * Name of a zone kind.

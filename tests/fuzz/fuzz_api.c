@@ -406,7 +406,8 @@ static int engine_act(enum side s, int pool, int state)
 			struct srsv_rsv *rsv = srsv_ctx_rsv(F.ctx,
 						(enum srsv_rsv_type)type);
 
-			srsv_rsv_get_info(rsv, &info);
+			if (srsv_rsv_get_info(rsv, &info))
+				info.size = 0;
 			n = info.size < a->arg ? info.size : a->arg;
 			inner(s, srsv_rsv_release(rsv, n, &rel));
 		} else {
@@ -525,7 +526,8 @@ static int lib_zone_relocate(struct srsv_zone_group *g, void *user)
 
 	(void)user;
 	inner(LIB, group_index(g));
-	srsv_zone_group_info(g, &info);
+	if (srsv_zone_group_info(g, &info))
+		info.used = 0;
 	if (info.used)
 		inner(LIB, srsv_zone_group_free(g, info.used));
 	return 0;
