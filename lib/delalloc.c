@@ -498,9 +498,13 @@ SRSV__EXPORT int srsv_delalloc_reserve_async(struct srsv_async *q,
 undo_data:
 	srsv__space_release_nowait(data, bytes);
 undo_quota:
+	/* Cannot fail: we hold these quota bytes. */
 	if (quota) {
-		srsv_quota_release(quota, SRSV_QUOTA_DATA, bytes);
-		srsv_quota_release(quota, SRSV_QUOTA_META_PREALLOC, meta);
+		srsv__discard(srsv_quota_release(quota, SRSV_QUOTA_DATA,
+						 bytes));
+		srsv__discard(srsv_quota_release(quota,
+						 SRSV_QUOTA_META_PREALLOC,
+						 meta));
 	}
 	memset(resv, 0, sizeof(*resv));
 	return ret;
@@ -526,12 +530,15 @@ SRSV__EXPORT int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
 		resv->magic = DELALLOC_MAGIC;
 		return 0;
 	}
-	srsv_space_release(data_space(resv->ctx), resv->data_bytes);
+	/* Cannot fail: the pending resv holds these bytes. */
+	srsv__discard(srsv_space_release(data_space(resv->ctx),
+					 resv->data_bytes));
 	if (resv->quota) {
-		srsv_quota_release(resv->quota, SRSV_QUOTA_DATA,
-				   resv->quota_data_bytes);
-		srsv_quota_release(resv->quota, SRSV_QUOTA_META_PREALLOC,
-				   resv->quota_meta_bytes);
+		srsv__discard(srsv_quota_release(resv->quota, SRSV_QUOTA_DATA,
+						 resv->quota_data_bytes));
+		srsv__discard(srsv_quota_release(resv->quota,
+						 SRSV_QUOTA_META_PREALLOC,
+						 resv->quota_meta_bytes));
 	}
 	memset(resv, 0, sizeof(*resv));
 	return ret;
