@@ -28,10 +28,11 @@ MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
 # python3 runs its scripts; liburing for the NOWAIT example; libfuse3-dev,
 # fuse3 and fio for spacefs and its suite; doxygen and man-db for the API
 # reference and its man pages, help2man for the tools' pages; abigail-tools
-# for the ABI check.
+# for the ABI check; dpkg-dev, debhelper and lintian for the Debian packages.
 FULL="$MINIMAL g++ binutils python3 liblttng-ust-dev lttng-tools babeltrace2
 python3-bt2 python3-matplotlib valgrind gcovr clang libclang-rt-14-dev
-liburing-dev libfuse3-dev fuse3 fio doxygen man-db help2man abigail-tools"
+liburing-dev libfuse3-dev fuse3 fio doxygen man-db help2man abigail-tools
+dpkg-dev debhelper lintian"
 # The real clients of bench/spacefs-clients.sh and the spacefs-clients suite
 # (stress-ng, dbench, fsmark's fs_mark, postmark, sysbench, sqlite3,
 # rocksdb-tools' db_bench, git) and the file systems it compares with

@@ -71,6 +71,12 @@ set -- --headers-dir "$headers" --drop-private-types --no-show-locs \
 	--no-corpus-path --no-comp-dir-path --out-file "$work/lib.abi"
 [ -z "$debugdir" ] || set -- "$@" --debug-info-dir "$debugdir"
 "$abidw" "$@" "$lib" || { echo "FAIL: abidw $lib"; exit 1; }
+# Without debug information abidw still writes the symbols, and the
+# comparison would see no types at all.
+grep -q '<function-decl ' "$work/lib.abi" || {
+	echo "FAIL: abidw found no debug information for $lib${debugdir:+ (in $debugdir)}"
+	exit 1
+}
 rc=0
 "$abidiff" --harmless --no-added-syms "$baseline" "$work/lib.abi" || rc=$?
 # abidiff's status is a bit mask: 1 error, 2 usage, 4 ABI change,
