@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/fastpath: what a reservation that fits costs (issues 2 and 6).
+ * bench/fastpath: what a reservation that fits costs.
  *
  * Each thread runs a fixed number of "pairs": reserve 4096 bytes, release
  * them, on a pool with plenty of room, so nothing ever waits.  Four ways of
@@ -30,7 +30,7 @@
  * wall time of the run (first thread's start to last thread's end) divided
  * by the pairs each thread did.
  *
- * --overhead (issue 6, tracing builds only): the library with its
+ * --overhead (tracing builds only): the library with its
  * tracepoints compiled in but no session, against the same sources built
  * with tracing disabled, in one process.  bench/meson.build links two static
  * copies: the traced libspacersv.a and a tracing-free one whose symbols are
@@ -56,7 +56,7 @@
 
 #include "bench_util.h"
 
-/* The size issue 2 asks for: one page, a small metadata item. */
+/* The measured size: one page, a small metadata item. */
 #define PAIR_BYTES UINT64_C(4096)
 /*
  * Pool size: "plenty of room".  Two threads hold at most 8 KiB at once, and

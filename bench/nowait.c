@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/nowait.c - the NOWAIT benchmark of issue 8 (seeds 000, 001, 003).
+ * bench/nowait.c - the NOWAIT benchmark (the nowait direct-I/O series,
+ * the async buffered-write series and the ext4 NOWAIT patch of
+ * docs/design.md section 8).
  *
  * (a) The promise.  Two threads issue NOWAIT reservations for --seconds
  *     (5 s): in turn srsv_space_reserve() on the METADATA pool (FLUSH_ALL
@@ -20,7 +22,7 @@
  *     blocking lock acquisition or a condition wait.  Without debug_locks
  *     the bench says so and reports blocked=n/a.
  *
- * (b) Seed 001's experiment.  Sequential 4 KiB buffered writes at queue
+ * (b) The async buffered-write series' experiment.  Sequential 4 KiB buffered writes at queue
  *     depth 1 through the io_uring writer of examples/nowait_uring.h,
  *     in the same process: "inline" (reserve NOWAIT in the submitter,
  *     submit to the ring; punt on -EAGAIN) against "punted" (every write
@@ -35,14 +37,14 @@
  *     a write punt or wait and no writeback runs during the timed part:
  *     the experiment measures the hand-off, as the seed did (--meta-mib
  *     makes the METADATA pool tight).  inline_speedup = punted time /
- *     inline time.  Seed 001 measured 55k -> 134k IOPS (2.4x) on btrfs.
+ *     inline time.  The series measured 55k -> 134k IOPS (2.4x) on btrfs.
  *     On a file system that refuses buffered NOWAIT writes (ext4, tmpfs)
  *     io_uring hands the "inline" writes to its own io-wq, so both
  *     variants pay a thread hand-off there; bench/run-nowait.sh --btrfs
  *     runs (b) on a scratch btrfs as well.
  *
  * Last line: summary: nowait_calls=N blocked=B p9999_us=P max_us=M
- * inline_speedup=X.  Goals (issue 8): B = 0, P <= 20, X >= 2.0.
+ * inline_speedup=X.  Goals: B = 0, P <= 20, X >= 2.0.
  *
  * Exit status 1 when a run was invalid: a NOWAIT call answered something
  * other than 0 or -EAGAIN, the pools or the quota did not end as they
@@ -112,7 +114,7 @@
 #define DEFAULT_WRITES 50000
 /*
  * The file of part (b): by default one block per write, one pass over a
- * preallocated file, as seed 001's fio job (a second pass would make btrfs
+ * preallocated file, as the series' fio job (a second pass would make btrfs
  * copy-on-write every block, which it never does without blocking).
  */
 #define DEFAULT_BLOCKS 0
@@ -654,7 +656,7 @@ static double part_b(unsigned runs, uint64_t writes, uint64_t blocks,
 	x = (double)median_u64(ns[NU_MODE_PUNT_ALL], runs) /
 	    (double)median_u64(ns[NU_MODE_NOWAIT], runs);
 	printf("inline_speedup = punted time / inline time = %.2f "
-	       "(seed 001: 134k / 55k = 2.4)\n", x);
+	       "(btrfs async buffered writes: 134k / 55k = 2.4)\n", x);
 	{
 		/*
 		 * The two variants of one round ran back to back: their ratio
@@ -797,7 +799,7 @@ int main(int argc, char **argv)
 		 * reaches half the free space (clamp 1), which needs the
 		 * reservations to reach a third of the pool.  On 2 shared
 		 * cores a flusher thread takes the CPU from the submitter,
-		 * where seed 001's machine had cores to spare for the
+		 * where the series' machine had cores to spare for the
 		 * kernel's writeback.  --meta-mib makes it tight.
 		 */
 		srsv_config_init(&sc);
@@ -806,7 +808,7 @@ int main(int argc, char **argv)
 					   sc.item_bytes) +
 			     2 * (blocks / 64 + 1) * 16 * KIB;
 	}
-	printf("bench_nowait (issue 8)\n");
+	printf("bench_nowait\n");
 	print_loads("at start");
 	fflush(stdout);
 	if (strchr(part, 'a')) {
@@ -856,7 +858,7 @@ int main(int argc, char **argv)
 	}
 	if (strchr(part, 'b')) {
 #if SRSV_BENCH_URING
-		printf("\n(b) seed 001: %" PRIu64 " sequential 4 KiB buffered "
+		printf("\n(b) async buffered writes: %" PRIu64 " sequential 4 KiB buffered "
 		       "writes per run at queue depth 1 through the io_uring "
 		       "writer (a preallocated %" PRIu64 " KiB file), median of %"
 		       PRIu64 " runs\n", writes, blocks * NU_BLOCK / KIB, runs);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/rsv: what a block reservation saves a writer (issue 4).
+ * bench/rsv: what a block reservation saves a writer.
  *
  * A writer needs 16 KiB of metadata per operation (one tree block).  Two
  * ways of getting it, 1 and 2 threads, in the same process:

@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Runs bench_nowait (issue 8) the way docs/results-nowait.md records it:
+# Runs bench_nowait the way docs/results-nowait.md records it:
 # the whole bench in $TMPDIR (or /tmp), then, with --btrfs, part (b) again
 # on a scratch btrfs file system (a sparse 2 GiB image on a loop device),
-# the file system seed 001 measured: there the kernel writes inline with
+# the file system the async buffered-write series measured: there the kernel writes inline with
 # RWF_NOWAIT, where ext4 and tmpfs refuse buffered NOWAIT writes.
 #
 # The bench needs a build with -Ddebug_locks=true for "blocked" (without

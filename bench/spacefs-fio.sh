@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# spacefs-fio.sh: the seeds' fio jobs against spacefs, preemptive flushing
-# off and on, medians of 3 (issue 9).  Scaled to a 2-core machine: the
+# spacefs-fio.sh: the upstream patches' fio jobs against spacefs, preemptive flushing
+# off and on, medians of 3.  Scaled to a 2-core machine: the
 # whole script takes 3.5 to 4 minutes.
 #
 #   bench/spacefs-fio.sh [BUILD_DIR]        (default: ./build)
@@ -14,14 +14,14 @@
 #   RUNS               repetitions per job and mode (default 3)
 #
 # Jobs (fio, unchanged but for sizes and run times):
-#   randwrite   seed 002: 4 jobs, 4 KiB random writes, sync engine, buffered,
+#   randwrite   the preemptive-flushing series' job: 4 jobs, 4 KiB random writes, sync engine, buffered,
 #               ramp 2 s + 10 s; 4 x 128 MiB files (laid out once, 1 MiB
 #               writes) through a 16 MiB cache: the cache is 1/32 of the
 #               working set, as the seed's job is twice the RAM
-#   randrw      seed 000: randrw with its bssplit, io_uring, iodepth 64,
+#   randrw      the nowait direct-I/O series' job: randrw with its bssplit, io_uring, iodepth 64,
 #               4 jobs on one 256 MiB file, buffered here (direct=0), 5 s
-#   seq-psync   seed 001: sequential 4 KiB writes, psync, iodepth 1, 4 s
-#   seq-uring   seed 001: the same with io_uring
+#   seq-psync   the async buffered-write series' job: sequential 4 KiB writes, psync, iodepth 1, 4 s
+#   seq-uring   the same series: the same with io_uring
 #   fill        1 MiB sequential writes until ENOSPC (fio fill_device) on a
 #               2 GiB spacefs: bytes written / capacity
 #

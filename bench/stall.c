@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench/stall.c - the stall benchmark of seed 002 (issue 3).
+ * bench/stall.c - the stall benchmark of "Improve preemptive ENOSPC flushing" (Josef Bacik, btrfs 5.11).
  *
- * Seed 002 ("Improve preemptive ENOSPC flushing") is the reason this library
+ * That series is the reason this library
  * exists: when nothing flushes until a writer must wait, writers run up,
  * stop while the ticket flusher walks its states, run again, stop again (the
  * sawtooth).  Flushing early, in the background, from whichever pool holds

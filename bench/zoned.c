@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_zoned: the zoned allocator hint against the pre-fix scan (seed 004).
+ * bench_zoned: the zoned allocator hint against the pre-fix scan (upstream 02444f2ac26e).
  *
  * A simulated SMR disk (default 80,000 zones of 256 MiB, 20 TiB, no
  * active-zone limit) is filled sequentially with 1 MiB extents, as a large
@@ -371,7 +371,7 @@ int main(int argc, char **argv)
 	{
 		struct srsv_zoned_info zi;
 
-		/* The seed 004 property itself: hints never walk full
+		/* The property of the fix itself: hints never walk full
 		 * groups, so each looks at about one group. */
 		if (!srsv_zoned_get_info(b.ctx, &zi) && zi.hints)
 			printf("hints: %" PRIu64 ", groups looked per hint: "

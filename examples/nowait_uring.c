@@ -3,7 +3,7 @@
  * nowait_uring: buffered writes through io_uring, each reserved inline with
  * a NOWAIT reservation.  When the library answers -EAGAIN, the write is
  * either handed to a worker thread that blocks (the default, io_uring's
- * io-wq punt; seeds 000, 001, 003), or, with --async, its reservation is
+ * io-wq punt; docs/design.md section 8), or, with --async, its reservation is
  * queued as an asynchronous ticket (srsv_delalloc_reserve_async()) and the
  * ring itself waits for the completion queue's fd (IORING_OP_POLL_ADD):
  * no thread waits for space.  The engine and the writer are in

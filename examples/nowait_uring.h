@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * nowait_uring.h - the io_uring writer of examples/nowait_uring.c, shared
- * with bench/nowait.c (issue 8; seeds 000, 001, 003).  Static code only:
+ * with bench/nowait.c (docs/design.md section 8).  Static code only:
  * each program that includes it gets its own copy.
  *
  * WHAT IT SHOWS
  *
- * Before seed 001, io_uring handed every buffered write to btrfs to an
+ * Before the async buffered-write series ("io-uring/btrfs:
+ * support async buffered writes", Stefan Roesch, 2022), io_uring handed every buffered write to btrfs to an
  * io-wq worker thread, because btrfs's write path could block: reserving
- * space may flush delalloc, wait for ordered extents or commit.  Seed 001
+ * space may flush delalloc, wait for ordered extents or commit.  The series
  * lets the write run inline, in the submitting thread, once every step of
- * it (the space reservation first of all, seed 000) can answer "would
+ * it (the space reservation first of all: the nowait
+ * direct-I/O series) can answer "would
  * block" with -EAGAIN instead of blocking.  io_uring then punts only the
- * writes that got -EAGAIN.  Seed 003's review is the warning: the promise
+ * writes that got -EAGAIN.  Dave Chinner's review of an ext4 NOWAIT patch is the warning: the promise
  * holds only if nothing on the path blocks, the first blocking lock after
  * the check breaks it.
  *
@@ -64,7 +66,7 @@
  * KERNEL NOWAIT
  *
  * Whether the kernel itself can do a buffered write without blocking
- * depends on the file system.  btrfs (since seed 001) and XFS can; btrfs
+ * depends on the file system.  btrfs (since Linux 6.1) and XFS can; btrfs
  * only into preallocated or NOCOW ranges, so the file is preallocated as
  * fio does (nu_prealloc()), and a second pass over it (copy-on-write of
  * written extents) gets -EAGAIN from the kernel.  ext4 answers RWF_NOWAIT
@@ -126,7 +128,7 @@
 #define NU_KIB (UINT64_C(1) << 10)
 #define NU_MIB (UINT64_C(1) << 20)
 
-/* One write: fio --bs=4k in seed 001, and the page size. */
+/* One write: fio --bs=4k in the series' job, and the page size. */
 #define NU_BLOCK 4096u
 /* btrfs's default node size: the unit of a leaf's copy-on-write. */
 #define NU_NODE (16 * NU_KIB)
@@ -137,7 +139,7 @@
  * the engine_demo figure and keeps a 16 MiB file at 64 leaves.
  */
 #define NU_ITEMS_PER_LEAF 64u
-/* Writes in flight at most (io_uring queue depth).  Seed 001 used 1. */
+/* Writes in flight at most (io_uring queue depth).  The series used 1. */
 #define NU_MAX_QD 64u
 /*
  * Blocks per writeback call at least.  The library's "bytes" hint may ask
@@ -156,7 +158,7 @@
 enum nu_mode {
 	/* Reserve NOWAIT inline; submit to the ring; punt on -EAGAIN. */
 	NU_MODE_NOWAIT = 0,
-	/* Punt every write to the worker (io_uring before seed 001). */
+	/* Punt every write to the worker (io_uring before the series). */
 	NU_MODE_PUNT_ALL = 1,
 	/* Reserve NOWAIT inline and pwrite() in the submitter (fio psync);
 	 * punt on -EAGAIN.  No ring submission for inline writes. */

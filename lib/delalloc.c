@@ -6,7 +6,7 @@
  *
  * HOW A BUFFERED WRITE RESERVES
  *
- * 1. Quota first (seed 000: "qgroup meta prealloc first, then the space
+ * 1. Quota first (btrfs: "qgroup meta prealloc first, then the space
  *    reservation; if that fails, free the qgroup prealloc"): DATA for the
  *    bytes and META_PREALLOC for the metadata, in one admission so that a
  *    NOWAIT write try-locks the quota once and a flushing one runs at most
@@ -23,7 +23,7 @@
  * what it held before the call.
  *
  * The modes map onto the pool flush modes through mode_table below
- * (research/btrfs-upstream.md section 6).  LIMIT is for a caller that holds
+ * (btrfs_delalloc_reserve_metadata()'s choice of flush).  LIMIT is for a caller that holds
  * a transaction (btrfs: current->journal_info set): metadata FLUSH_LIMIT,
  * whose priority states are cheap and never commit; data NO_FLUSH (btrfs
  * flushes data there only for its free-space inode); quota without a flush,
@@ -32,9 +32,9 @@
  *
  * NOWAIT uses NO_FLUSH with the NOWAIT flag, not FLUSH_DATA: a NOWAIT write
  * must not pass queued tickets (FLUSH_DATA may, by btrfs's rule), and
- * NO_FLUSH is what btrfs's nowait path uses (seed 000's noflush).  Any
+ * NO_FLUSH is what btrfs's nowait path uses (btrfs's noflush).  Any
  * -ENOSPC or -EDQUOT in NOWAIT mode becomes -EAGAIN: the caller's answer to
- * "no room right now" is to retry in a context that may wait (seed 000: an
+ * "no room right now" is to retry in a context that may wait (the nowait direct-I/O series: an
  * error there made fio fail writes that a blocking retry would have done).
  * Its undo gives data back with srsv__space_release_nowait(), which never
  * takes the pool lock when it is busy.
@@ -436,7 +436,7 @@ SRSV__EXPORT int srsv_delalloc_finish(struct srsv_delalloc_resv *resv,
  * an asynchronous FLUSH_ALL ticket.  Quota and data are the small and
  * rarely contended steps (the DATA pool has no overcommit, and its tickets
  * are another pool's business); metadata is where a write engine runs out
- * (seed 001's ENOSPC flushing).  A pending resv has its own magic: release
+ * (btrfs's ENOSPC flushing).  A pending resv has its own magic: release
  * and finish refuse it until srsv_delalloc_complete().
  */
 #define DELALLOC_PENDING_MAGIC 0x64617077u	/* "dapw" */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Preemptive flushing and the adaptive clamp (seed 002, btrfs 5.11 "Improve
+ * Preemptive flushing and the adaptive clamp (btrfs 5.11, "Improve
  * preemptive ENOSPC flushing", in its current upstream form).
  *
  * WHY FLUSH BEFORE ANYONE WAITS

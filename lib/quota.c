@@ -58,13 +58,12 @@
  * an error state: waiters sleep in slices of WAIT_SLICE_NS and look again
  * (the ctx has no hook into the quota table on shutdown).
  *
- * - NOFLUSH (seed 000's noflush): -EDQUOT at once, no callback, no wait.
+ * - NOFLUSH (btrfs's noflush): -EDQUOT at once, no callback, no wait.
  * - NOWAIT: the quota lock is only try-locked; over the limit, or lock
  *   busy, is -EAGAIN (never -EDQUOT), no callback, no wait, no allocation.
  * - A quota reservation that would have to flush from inside a flush
  *   callback (space or quota) gets -EDEADLK: it would wait for itself
- *   (btrfs's rule against flushing qgroups while holding a transaction,
- *   research/btrfs-upstream.md section 9, item 9).
+ *   (btrfs's rule against flushing qgroups while holding a transaction).
  *
  * Lock order (internal.h): pool lock, rsv lock, quota table lock, quota
  * lock.  No other library lock is taken while a quota lock is held, and the
@@ -419,7 +418,7 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 	if (ret != -EDQUOT)
 		goto out;
 	if (nowait) {
-		/* Seed 000: the caller retries blocking; -EDQUOT is for it. */
+		/* As btrfs's nowait path: the caller retries blocking; -EDQUOT is for it. */
 		ret = -EAGAIN;
 		goto refused;
 	}

@@ -23,7 +23,7 @@
  * so that a data writer opening zone after zone cannot leave the engine
  * unable to write the metadata that describes its data.
  *
- * THE HINT (seed 004, upstream 02444f2ac26e "btrfs: zoned: optimize hint
+ * THE HINT (upstream 02444f2ac26e "btrfs: zoned: optimize hint
  * byte for zoned allocator")
  *
  * The zoned extent allocator used to walk every block group of the pool

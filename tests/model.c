@@ -8,7 +8,7 @@
  * simplest way: integers, arrays, one thread.  Where the headers leave a
  * detail open (which flush state comes first, what a walk does when it
  * runs out of states), the model follows btrfs's space-info.c and
- * block-rsv.c as digested in research/btrfs-upstream.md.  Sums that could
+ * block-rsv.c.  Sums that could
  * exceed 64 bits in contrived states (forced read-only space on top of an
  * overcommitted pool) are computed in 128 bits: the model has no
  * wrap-around, so a wrap in the library shows up as a disagreement.

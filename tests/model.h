@@ -9,7 +9,7 @@
  * arguments (objects are named by index), same return value, same effect
  * on the counters, the ticket queues, the block reservations, the quotas
  * and the zone groups.  It is written from the public headers' doxygen and
- * from btrfs (research/btrfs-upstream.md), not from the library sources: where the two
+ * from btrfs (space-info.c, block-rsv.c), not from the library sources: where the two
  * disagree, the fuzzer says so and a person decides who is right.
  *
  * What is modelled:

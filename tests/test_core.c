@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Core rules of the reservation machinery, one test per rule (issue 2).
+ * Core rules of the reservation machinery, one test per rule.
  *
  * Deterministic tests run in manual mode (SRSV_CTX_MANUAL, no preemptive
  * flushing): tickets are started with srsv_ticket_reserve(), looked at with
@@ -11,8 +11,7 @@
  * shutdown with waiters, callbacks re-entering the library, the whole loop)
  * bound every wait and never assert on timing.
  *
- * Expected behaviour is btrfs's (shared/research/btrfs-upstream.md sections
- * 1-3) as written in the public headers' doxygen.
+ * Expected behaviour is btrfs's (fs/btrfs/space-info.c) as written in the public headers' doxygen.
  */
 #include <check.h>
 #include <errno.h>

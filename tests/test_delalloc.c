@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The delalloc helper and the NOWAIT contract (issue 8, "Behaviour" and
+ * The delalloc helper and the NOWAIT contract ("Behaviour" and
  * "Proof, not promise"): each mode; NOWAIT answers -EAGAIN, never -ENOSPC
  * or -EDQUOT, when the pool is full, the quota is exhausted, tickets are
  * queued, or another thread holds the pool, rsv or quota lock, with zero

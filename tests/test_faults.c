@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fault injection (issue 7, "Faults"): what the library does when the
+ * Fault injection: what the library does when the
  * engine misbehaves, when it is destroyed under load, when memory runs out,
  * and when a timeout or a cancellation races a grant.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Model-based concurrent stress (issue 7): 8 threads of random operations
+ * Model-based concurrent stress: 8 threads of random operations
  * across the API on a threaded ctx, each thread keeping its own books (a
  * model of what it holds), checked against the library at quiescent
  * checkpoints.

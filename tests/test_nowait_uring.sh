@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Runs examples/nowait_uring briefly (issue 8) and checks what it reports:
+# Runs examples/nowait_uring briefly and checks what it reports:
 # the file verified (headers, CRC-32C, pools and quota matching the file),
 # every write counted once as inline or punted, and each path taken where
 # the configuration forces it.  Exit 77 (skip) when io_uring is unavailable.

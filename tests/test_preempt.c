@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Preemptive flushing and the clamp (issue 3, seed 002).
+ * Preemptive flushing and the clamp ("Improve preemptive ENOSPC flushing", btrfs 5.11).
  *
  * White-box: links the static library to call need_preemptive_reclaim()
  * and the preempt worker's choice directly on counter states built through

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Per-tenant quotas (issue 4, "Quotas"): the limit is exact under
+ * Per-tenant quotas: the limit is exact under
  * concurrency, -EDQUOT then flush then success, one quota flusher at a
  * time, NOFLUSH and NOWAIT never flush, a reservation that fails on space
  * gives its quota back, bad input changes nothing.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Block reservations, the global reserve, stealing and the use_block_rsv
- * fallback chain (issue 4; btrfs's block-rsv.c).  Manual mode, no
+ * fallback chain (btrfs's block-rsv.c).  Manual mode, no
  * preemptive flushing: every effect is the rsv's own.
  */
 #include <check.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Zoned devices (issue 5, seed 004): zone groups, the active-zone limit with
+ * Zoned devices (upstream 02444f2ac26e): zone groups, the active-zone limit with
  * reserved tokens, finish and finish-one, the allocator hint on hand-built
  * layouts, free-below-write-pointer accounting against the pool snapshot,
  * RESET_ZONES granting a queued ticket, both passes bounded by their batch

@@ -87,8 +87,7 @@ export DEBIAN_FRONTEND=noninteractive
 if [ -n "$missing" ]; then
 	echo "install-deps.sh: installing:$missing"
 	$as_root apt-get update
-	# Recommends are kept: the recipe verified in research/toolchain.md
-	# installs with them.
+	# Recommends are kept: the verified recipe installs with them.
 	# shellcheck disable=SC2086 # one word per package
 	$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y $missing
 else

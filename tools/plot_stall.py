@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Plot the timelines of bench_stall (issue 3, seed 002).
+"""Plot the timelines of bench_stall (preemptive flushing, btrfs 5.11).
 
 bench_stall --csv-dir DIR writes DIR/stall-<workload>-<mode>.csv, one row
 every --sample-ms: t_ms, may_use, pinned, used, total, clamp, delalloc,

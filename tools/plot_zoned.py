@@ -73,7 +73,7 @@ def main():
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     ax.plot(fill, scan, label="scan of every group (before the fix)",
             color="tab:red")
-    ax.plot(fill, hint, label="hint from the active list (seed 004 fix)",
+    ax.plot(fill, hint, label="hint from the active list (02444f2ac26e)",
             color="tab:blue")
     ax.set_yscale("log")
     ax.set_xlabel("device fill (%)")

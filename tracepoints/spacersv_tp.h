@@ -464,7 +464,7 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_finish,
 )
 
 /*
- * The allocator hint (seed 004): for @bytes of @kind in @pool, the chosen
+ * The allocator hint (upstream 02444f2ac26e): for @bytes of @kind in @pool, the chosen
  * group's start (UINT64_MAX: none) after looking at @looked active groups.
  */
 LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_hint,

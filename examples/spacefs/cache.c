@@ -41,11 +41,11 @@
  *
  * The cache holds at most cache_bytes of dirty pages.  A write that would
  * exceed it writes back the oldest extents itself first (the kernel's
- * balance_dirty_pages()), or, with NOWAIT, fails with -EAGAIN (seed 001's
+ * balance_dirty_pages()), or, with NOWAIT, fails with -EAGAIN (the async buffered-write series'
  * balance_dirty_pages_ratelimited_flags()).  Nothing else writes back in
  * the background but the library's flushers: with preemptive flushing off,
  * writers find the cache or the metadata pool full and stop to flush; with
- * it on, the preemptive worker writes back before they do (seed 002).
+ * it on, the preemptive worker writes back before they do (the preemptive-flushing series).
  */
 #include <errno.h>
 #include <limits.h>

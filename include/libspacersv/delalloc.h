@@ -6,7 +6,7 @@
  * contract.  Include <libspacersv/spacersv.h> rather than this file.
  *
  * For a write of N bytes, srsv_delalloc_reserve() takes, in this order
- * (seed 000, btrfs_delalloc_reserve_space()):
+ * (btrfs_delalloc_reserve_space()):
  *
  * 1. quota (when a tenant is given): DATA N and META_PREALLOC M, together;
  * 2. data space: N bytes of may_use in the DATA pool;
@@ -46,13 +46,13 @@ enum srsv_delalloc_mode {
 	 */
 	SRSV_DELALLOC_NORMAL = 0,
 	/**
-	 * Never flushes, never waits (btrfs's noflush, seed 000): quota
+	 * Never flushes, never waits (btrfs's noflush): quota
 	 * without flush, data and metadata NO_FLUSH.  May take locks.  Fails
 	 * with -EDQUOT or -ENOSPC at once.
 	 */
 	SRSV_DELALLOC_NOFLUSH = 1,
 	/**
-	 * Never blocks (IOCB_NOWAIT, seeds 000, 001, 003): locks are only
+	 * Never blocks (IOCB_NOWAIT): locks are only
 	 * try-locked, no ticket is queued, no flush runs, nothing is
 	 * allocated.  Whenever the answer would need one of those, and
 	 * whenever the others would fail with -ENOSPC or -EDQUOT, it fails

@@ -32,7 +32,7 @@
  * runs the callback at most once and retries at most twice.  Waits end
  * early when the ctx is shut down or put in an error state.
  *
- * The quota is checked before any space is reserved (seed 000's order):
+ * The quota is checked before any space is reserved (btrfs's order):
  * a caller that then fails to reserve space gives the quota back.
  * srsv_delalloc_reserve() (delalloc.h) does the whole sequence.
  */

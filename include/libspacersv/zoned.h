@@ -36,7 +36,7 @@
  *   srsv_space_free_reserved() / srsv_space_pin() for those bytes.
  *
  * A group leaves the active list as soon as its write pointer reaches its
- * capacity, so the hint never walks full groups (seed 004: walking every
+ * capacity, so the hint never walks full groups (upstream 02444f2ac26e: walking every
  * full group made sequential writes to an SMR disk fall from 220 MiB/s to
  * 30 MiB/s).  It keeps its active-zone token until the last allocation in
  * it is written (btrfs's btrfs_zone_finish_endio(): a zone stops being
@@ -265,7 +265,7 @@ int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 			  struct srsv_zone_group **finished);
 
 /**
- * The allocator hint (the seed 004 fix, btrfs's prepare_allocation_zoned()):
+ * The allocator hint (upstream 02444f2ac26e, btrfs's prepare_allocation_zoned()):
  * the group an allocation of @p bytes of @p kind should try first.
  *
  * For DATA_RELOC and TREELOG the ctx's dedicated group of that kind is

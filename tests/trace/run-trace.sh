@@ -5,7 +5,7 @@
 #
 # Record an LTTng-UST session around the SCENARIOS program, then check the
 # trace with CHECKER (check_trace.py, which uses REPORT = tools/srsv-report.py
-# to read it).  Recipe and traps: shared research/toolchain.md.
+# to read it).
 #
 # - The program is started with the "trace from the first reservation"
 #   recipe of TRACING_MD (docs/tracing.md), run as it is written there, in a
