@@ -6,12 +6,17 @@
  *
  * HOW A BUFFERED WRITE RESERVES
  *
- * 1. Quota first (btrfs: "qgroup meta prealloc first, then the space
- *    reservation; if that fails, free the qgroup prealloc"): DATA for the
- *    bytes and META_PREALLOC for the metadata, in one admission so that a
- *    NOWAIT write try-locks the quota once and a flushing one runs at most
- *    one quota flush.
- * 2. Data space: may_use in the DATA (or MIXED) pool.
+ * In upstream's order (btrfs_delalloc_reserve_space(): data space, data
+ * qgroup, then btrfs_delalloc_reserve_metadata(): metadata qgroup,
+ * metadata space), so that a write short of both space and quota fails
+ * with -ENOSPC, as on btrfs:
+ *
+ * 1. Data space: may_use in the DATA (or MIXED) pool.
+ * 2. Quota: DATA for the bytes and META_PREALLOC for the metadata, in one
+ *    admission so that a NOWAIT write try-locks the quota once and a
+ *    flushing one runs at most one quota flush.  Upstream takes the two
+ *    qgroup kinds one after the other with nothing between them; one
+ *    admission fails in the same cases with the same error.
  * 3. Metadata: one extent item's worth per extent the write may create,
  *    ceil(N / delalloc_max_extent_bytes) * delalloc_extent_meta_bytes
  *    (calc_inode_reservations), added to the ctx's DELALLOC rsv.
@@ -77,8 +82,8 @@
  * srsv_delalloc_reserve(), then those of finish and release.
  */
 enum delalloc_step {
-	STEP_QUOTA = 0,
-	STEP_DATA = 1,
+	STEP_DATA = 0,
+	STEP_QUOTA = 1,
 	STEP_META = 2,
 	STEP_FINISH_RSV = 3,
 	STEP_FINISH_QUOTA = 4,
@@ -209,7 +214,15 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 		goto fail;
 	}
 
-	/* 1. Quota: DATA and META_PREALLOC together. */
+	/* 1. Data space. */
+	ret = inject(STEP_DATA);
+	if (!ret)
+		ret = srsv_space_reserve(data, bytes, mode_table[mode].data_mode,
+					 mode_table[mode].space_flags);
+	if (ret)
+		goto fail;
+
+	/* 2. Quota: DATA and META_PREALLOC together. */
 	if (quota) {
 		quota_bytes[SRSV_QUOTA_DATA] = bytes;
 		quota_bytes[SRSV_QUOTA_META_PREALLOC] = meta;
@@ -218,16 +231,8 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 			ret = srsv__quota_reserve_kinds(quota, quota_bytes,
 						mode_table[mode].quota_flags);
 		if (ret)
-			goto fail;
+			goto undo_data;
 	}
-
-	/* 2. Data space. */
-	ret = inject(STEP_DATA);
-	if (!ret)
-		ret = srsv_space_reserve(data, bytes, mode_table[mode].data_mode,
-					 mode_table[mode].space_flags);
-	if (ret)
-		goto undo_quota;
 
 	/* 3. Metadata into the DELALLOC rsv (meta > 0: bytes > 0 and the
 	 * per-extent cost is never 0). */
@@ -236,7 +241,7 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 		ret = srsv_rsv_add(rsv, meta, mode_table[mode].meta_mode,
 				   mode_table[mode].space_flags);
 	if (ret)
-		goto undo_data;
+		goto undo_quota;
 
 	resv->bytes = bytes;
 	resv->data_bytes = bytes;
@@ -248,12 +253,6 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	resv->magic = DELALLOC_MAGIC;
 	return 0;
 
-undo_data:
-	/* Cannot fail: we hold these bytes of may_use. */
-	if (nowait)
-		srsv__space_release_nowait(data, bytes);
-	else
-		srsv__discard(srsv_space_release(data, bytes));
 undo_quota:
 	if (quota) {
 		/* Lock-free: never blocks, even for NOWAIT.  Cannot fail: we
@@ -264,6 +263,12 @@ undo_quota:
 						 SRSV_QUOTA_META_PREALLOC,
 						 meta));
 	}
+undo_data:
+	/* Cannot fail: we hold these bytes of may_use. */
+	if (nowait)
+		srsv__space_release_nowait(data, bytes);
+	else
+		srsv__discard(srsv_space_release(data, bytes));
 fail:
 	if (nowait && (ret == -ENOSPC || ret == -EDQUOT))
 		ret = -EAGAIN;
@@ -333,7 +338,7 @@ SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 	ctx = resv->ctx;
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
 
-	/* Reverse order of srsv_delalloc_reserve(): metadata, data, quota.
+	/* Reverse order of srsv_delalloc_reserve(): metadata, quota, data.
 	 * Every step runs whatever the others did. */
 	if (resv->meta_bytes) {
 		r = inject(STEP_RELEASE_RSV);
@@ -346,9 +351,6 @@ SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 			r = rsv_drop_remaining(rsv, resv->meta_bytes);
 		first_error(&ret, r);
 	}
-	if (resv->data_bytes)
-		first_error(&ret, srsv_space_release(data_space(ctx),
-						     resv->data_bytes));
 	if (resv->quota) {
 		/* Lock-free: never sleeps on the quota. */
 		first_error(&ret, srsv_quota_release(resv->quota,
@@ -358,6 +360,9 @@ SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 						     SRSV_QUOTA_META_PREALLOC,
 						     resv->quota_meta_bytes));
 	}
+	if (resv->data_bytes)
+		first_error(&ret, srsv_space_release(data_space(ctx),
+						     resv->data_bytes));
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

@@ -5,11 +5,14 @@
  * dirties its pages, in one call, with btrfs's order and the NOWAIT
  * contract.  Include <libspacersv/spacersv.h> rather than this file.
  *
- * For a write of N bytes, srsv_delalloc_reserve() takes, in this order
- * (btrfs_delalloc_reserve_space()):
+ * For a write of N bytes, srsv_delalloc_reserve() takes, in upstream's
+ * order (btrfs_delalloc_reserve_space(): data space, data qgroup, metadata
+ * qgroup, metadata space; so a write short of both space and quota gets
+ * -ENOSPC, not -EDQUOT):
  *
- * 1. quota (when a tenant is given): DATA N and META_PREALLOC M, together;
- * 2. data space: N bytes of may_use in the DATA pool;
+ * 1. data space: N bytes of may_use in the DATA pool;
+ * 2. quota (when a tenant is given): DATA N and META_PREALLOC M, together
+ *    (one admission: it fails exactly when one of the two would);
  * 3. metadata: M = ceil(N / srsv_config::delalloc_max_extent_bytes) *
  *    srsv_config::delalloc_extent_meta_bytes bytes into the ctx's DELALLOC
  *    block reservation (btrfs's calc_inode_reservations: one extent item's
