@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "async.h"
+#include "bgroup.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -368,6 +369,7 @@ SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
 	srsv__quota_ctx_destroy(ctx);
 	srsv__zoned_ctx_destroy(ctx);
 	srsv__async_ctx_destroy(ctx);
+	srsv__bgroups_ctx_destroy(ctx);
 	free_ctx(ctx);
 }
 

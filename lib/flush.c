@@ -36,11 +36,16 @@
 #include <string.h>
 
 #include "async.h"
+#include "bgroup.h"
 #include "internal.h"
 #include "trace.h"
 
 /* btrfs's passes before maybe_fail_all_tickets(): "commit_cycles > 2". */
 #define SRSV__MAX_COMMIT_CYCLES 2
+/* Block-group rescues (RECLAIM_CHUNKS + COMMIT_TRANS) one async metadata
+ * walk may run before it fails its tickets: each relocates at most
+ * SRSV_BGROUP_RECLAIM_BATCH groups. */
+#define SRSV__MAX_RESCUES 4
 
 static bool past(const struct timespec *deadline)
 {
@@ -91,6 +96,10 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 	start = srsv__now_ns();
 	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
 		zoned = srsv__zoned_flush(s, state, bytes);
+	/* RECLAIM_CHUNKS: the engine is called only with candidates to take
+	 * (bgroup.c); without any the state is a no-op (-EOPNOTSUPP). */
+	if (state == SRSV_STATE_RECLAIM_CHUNKS && f.called)
+		f.called = srsv__bgroup_reclaim_prepare(s) != 0;
 	if (f.called) {
 		if (state == SRSV_STATE_COMMIT_TRANS) {
 			srsv__lock(&s->lock);
@@ -109,6 +118,8 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		 * callback is the engine's hook after the library's pass. */
 		f.unsupported = ret == -EOPNOTSUPP;
 		f.disable = f.unsupported && !library_state(ctx, state);
+		if (state == SRSV_STATE_RECLAIM_CHUNKS)
+			srsv__bgroup_reclaim_finish(ctx);
 	}
 	/* The library did the state's work itself (zone reset/reclaim). */
 	if (ret == -EOPNOTSUPP && zoned)
@@ -235,11 +246,33 @@ static bool skip_first_cycle(int state)
 	       state == SRSV_STATE_ALLOC_CHUNK_FORCE;
 }
 
+/*
+ * Before a metadata walk fails its tickets: relocate underused chunks of
+ * the other pools and commit, so that the groups the relocation emptied
+ * go back to unallocated (bgroup.c).  Pool lock held; dropped meanwhile.
+ * False when nothing was relocated (no group table, no candidate, or an
+ * engine without RECLAIM_CHUNKS).
+ */
+static bool rescue_with_chunks(struct srsv_space *s, uint64_t bytes)
+{
+	int ret;
+
+	srsv__assert_held(&s->lock);
+	if (!srsv__bgroups_enabled(s->ctx))
+		return false;
+	srsv__unlock(&s->lock);
+	ret = srsv__flush_space(s, bytes, SRSV_STATE_RECLAIM_CHUNKS, false);
+	if (ret != -EOPNOTSUPP)
+		srsv__flush_space(s, bytes, SRSV_STATE_COMMIT_TRANS, false);
+	srsv__lock(&s->lock);
+	return ret != -EOPNOTSUPP;
+}
+
 /* btrfs_async_reclaim_metadata_space() for pool @s. */
 static void async_reclaim_metadata(struct srsv_space *s)
 {
 	const struct srsv_state_array *arr = &s->ctx->cfg.async_metadata_states;
-	unsigned idx = 0, commit_cycles = 0;
+	unsigned idx = 0, commit_cycles = 0, rescues = 0;
 	uint64_t to_reclaim, last_tickets_id;
 
 	srsv__lock(&s->lock);
@@ -299,7 +332,21 @@ static void async_reclaim_metadata(struct srsv_space *s)
 			idx++;
 		if (idx >= arr->nr) {
 			commit_cycles++;
-			if (commit_cycles > SRSV__MAX_COMMIT_CYCLES) {
+			if (commit_cycles > SRSV__MAX_COMMIT_CYCLES &&
+			    rescues < SRSV__MAX_RESCUES &&
+			    rescue_with_chunks(s, to_reclaim)) {
+				/* One more cycle with the space that came
+				 * back (ALLOC_CHUNK can now grow the pool). */
+				rescues++;
+				commit_cycles--;
+				idx = 0;
+				if (walk_interrupted(s) ||
+				    srsv__list_empty(&s->tickets)) {
+					s->flush = false;
+					srsv__unlock(&s->lock);
+					return;
+				}
+			} else if (commit_cycles > SRSV__MAX_COMMIT_CYCLES) {
 				if (srsv__maybe_fail_all_tickets(s)) {
 					idx = 0;
 					commit_cycles--;

@@ -341,6 +341,7 @@ struct srsv__worker {
 struct srsv__quota_table;
 struct srsv__zoned;
 struct srsv__async_ctx;
+struct srsv__bgroups;
 
 struct srsv_ctx {
 	struct srsv_config cfg;		/* copy, defaults filled in */
@@ -380,6 +381,7 @@ struct srsv_ctx {
 	struct srsv__zoned *zoned;		/* zoned.c */
 	struct srsv__async_ctx *async;		/* async.c, under lock */
 	uint64_t fork_gen;		/* srsv__fork_gen at creation */
+	struct srsv__bgroups *bgroups;		/* bgroup.c */
 };
 
 /* ---- space.c: counters and transitions ---- */
@@ -484,6 +486,12 @@ void srsv__workers_stop(struct srsv_ctx *ctx);
 int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w);
 /* steal_from_global_rsv() (rsv.c); pool lock held. */
 bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);
+/*
+ * btrfs_return_free_space(): @bytes of @s just became free (unpin); the
+ * global reserve, if it lives in @s and is below its size, takes them
+ * first.  Returns the bytes it took.  Pool lock held.
+ */
+uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes);
 /* btrfs_calc_reclaim_metadata_size(); pool lock held. */
 uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
 

@@ -467,6 +467,31 @@ static void global_settle(struct srsv_ctx *ctx, struct srsv_space *s)
 	rsv_unlock(global);
 }
 
+uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes)
+{
+	struct srsv_ctx *ctx = s->ctx;
+	struct srsv_rsv *global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
+	uint64_t size, reserved, add = 0;
+
+	srsv__assert_held(&s->lock);
+	if (!ctx->std_rsv_ready[SRSV_RSV_GLOBAL] || R(global)->space != s)
+		return 0;
+	rsv_lock(global);
+	size = rsv_size(global);
+	reserved = rsv_reserved(global);
+	if (reserved < size) {
+		/* The freed bytes were claimed (pinned) a moment ago, so
+		 * charging them to may_use cannot overcommit the pool. */
+		add = srsv__min(bytes, size - reserved);
+		srsv__may_use_add(s, add);
+		res_add(global, add);
+	}
+	rsv_unlock(global);
+	if (add)
+		srsv__trace_rsv(global, SRSV__RSV_REFILL, add, 0);
+	return add;
+}
+
 SRSV__EXPORT int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx,
 					    uint64_t bytes)
 {

@@ -531,8 +531,12 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 	srsv__lock(&s->lock);
 	if (to == SRSV__COUNTER_COUNT) {	/* to "free" */
 		ret = srsv__space_update(s, from, -(int64_t)bytes);
-		if (!ret && from == SRSV__PINNED)
+		if (!ret && from == SRSV__PINNED) {
 			s->stat_unpinned += bytes;
+			/* btrfs_return_free_space(): the global reserve is
+			 * refilled before any ticket is granted. */
+			srsv__global_rsv_refill(s, bytes);
+		}
 	} else
 		ret = srsv__space_move(s, from, to, bytes);
 	if (!ret && grant)
@@ -852,6 +856,7 @@ SRSV__EXPORT const char *srsv_state_name(int state)
 		[SRSV_STATE_COMMIT_TRANS] = "COMMIT_TRANS",
 		[SRSV_STATE_RESET_ZONES] = "RESET_ZONES",
 		[SRSV_STATE_RECLAIM_ZONES] = "RECLAIM_ZONES",
+		[SRSV_STATE_RECLAIM_CHUNKS] = "RECLAIM_CHUNKS",
 	};
 
 	if (state <= 0 || state >= SRSV_STATE_COUNT)

@@ -42,6 +42,7 @@
 #include <libspacersv/delalloc.h>
 #include <libspacersv/zoned.h>
 #include <libspacersv/async.h>
+#include <libspacersv/bgroup.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -137,7 +137,14 @@ enum srsv_flush_state {
 	SRSV_STATE_RESET_ZONES = 12,
 	/** Zoned: relocate live data out of sparse zones (bounded batch). */
 	SRSV_STATE_RECLAIM_ZONES = 13,
-	SRSV_STATE_COUNT = 14
+	/** Block groups (bgroup.h): relocate the live data of the groups
+	 *  srsv_bgroup_reclaim_take() hands out (copy each live extent to
+	 *  another group of its pool, free the old copy), then end each with
+	 *  srsv_bgroup_reclaim_done(); the emptied groups return to
+	 *  unallocated at the commit that frees the old copies.  Called only
+	 *  when candidates exist. */
+	SRSV_STATE_RECLAIM_CHUNKS = 14,
+	SRSV_STATE_COUNT = 15
 };
 
 /**
