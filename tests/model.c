@@ -1070,7 +1070,25 @@ int model_space_pin(struct model *m, int pool, uint64_t bytes)
 
 int model_space_unpin(struct model *m, int pool, uint64_t bytes)
 {
-	return move(m, pool, c_pinned, NULL, bytes, true);
+	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
+	struct model_pool *p;
+	int ret = move(m, pool, c_pinned, NULL, bytes, false);
+
+	if (ret)
+		return ret;
+	p = pool_of(m, pool);
+	/* btrfs_return_free_space(): the global reserve, in this pool and
+	 * below its size, takes the freed bytes before any ticket. */
+	if (g->valid && &m->pools[g->pool] == p && g->reserved < g->size) {
+		uint64_t add = g->size - g->reserved;
+
+		if (add > bytes)
+			add = bytes;
+		p->may_use += add;
+		g->reserved += add;
+	}
+	try_grant(m, p);
+	return 0;
 }
 
 int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes)
