@@ -1596,9 +1596,9 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	r->tickets_failed = info.tickets_failed;
 	r->async_runs = info.async_runs;
 	r->preempt_runs = info.preempt_runs;
-	memcpy(r->flushes, info.flushes, sizeof(r->flushes));
+	memcpy(r->flushes, info.flushes, sizeof(info.flushes));
 	memcpy(r->preempt_flushes, info.preempt_flushes,
-	       sizeof(r->preempt_flushes));
+	       sizeof(info.preempt_flushes));
 	r->commits = atomic_load(&e->commits);
 	r->commits_preempt = atomic_load(&e->commits_preempt);
 	r->commits_timer = atomic_load(&e->commits_timer);

@@ -668,7 +668,7 @@ int esim_info_diff(const struct srsv_space_info *a,
 	F(async_runs);
 	F(tickets_granted);
 	F(tickets_failed);
-	for (int s = 0; s < SRSV_STATE_COUNT; s++) {
+	for (int s = 0; s < SRSV_SPACE_INFO_STATES; s++) {
 		F(flushes[s]);
 		F(preempt_flushes[s]);
 	}

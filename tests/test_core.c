@@ -470,7 +470,7 @@ START_TEST(test_async_metadata_walk)
 	ck_assert_uint_eq(info.may_use, META_TOTAL);
 	ck_assert_uint_ge(info.async_runs, 1);
 	/* The library's per-state statistics agree with the engine. */
-	for (int s = 1; s < SRSV_STATE_COUNT; s++)
+	for (int s = 1; s < SRSV_SPACE_INFO_STATES; s++)
 		ck_assert_msg(info.flushes[s] ==
 			      esim_calls(sim, (enum srsv_flush_state)s),
 			      "%s: %" PRIu64 " vs %" PRIu64, srsv_state_name(s),

@@ -179,7 +179,7 @@ START_TEST(test_wait_and_state_stats)
 
 		ck_assert_int_eq(srsv_space_snapshot(s, &info, NULL, 0, NULL),
 				 0);
-		for (int st = 1; st < SRSV_STATE_COUNT; st++)
+		for (int st = 1; st < SRSV_SPACE_INFO_STATES; st++)
 			ck_assert_uint_eq(info.flushes[st], b.states[st].calls);
 	}
 	srsv_ctx_destroy(ctx);

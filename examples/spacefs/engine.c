@@ -1108,7 +1108,7 @@ static void snapshot_pool(struct buf *b, const char *name,
 #undef P
 	bprintf(b, "%s.tickets %" PRIu64 "\n", name,
 		i.tickets_granted + i.tickets_failed);
-	for (int st = 1; st < SRSV_STATE_COUNT; st++)
+	for (int st = 1; st < SRSV_SPACE_INFO_STATES; st++)
 		if (i.flushes[st])
 			bprintf(b, "%s.flush.%s %" PRIu64 " %" PRIu64 "\n", name,
 				srsv_state_name(st), i.flushes[st],

@@ -281,6 +281,13 @@ int srsv_space_kind(const struct srsv_space *space);
  */
 struct srsv_ctx *srsv_space_ctx(const struct srsv_space *space);
 
+/**
+ * Flush states srsv_space_info counts (DELAYED_ITEMS_NR .. RECLAIM_ZONES):
+ * the struct's layout is fixed, so states added later
+ * (::SRSV_STATE_RECLAIM_CHUNKS) are counted by srsv_space_stats() only.
+ */
+#define SRSV_SPACE_INFO_STATES 14
+
 /** Counters of a pool, from srsv_space_snapshot(). */
 struct srsv_space_info {
 	int kind;			/**< ::srsv_pool */
@@ -309,8 +316,8 @@ struct srsv_space_info {
 	uint64_t delayed_refs_rsv_reserved; /**< delayed refs rsv reserved */
 	uint64_t preempt_runs;		/**< preemptive runs so far */
 	uint64_t async_runs;		/**< async flusher runs so far */
-	uint64_t flushes[SRSV_STATE_COUNT]; /**< callback calls per state */
-	uint64_t preempt_flushes[SRSV_STATE_COUNT]; /**< of which preemptive */
+	uint64_t flushes[SRSV_SPACE_INFO_STATES]; /**< callback calls per state */
+	uint64_t preempt_flushes[SRSV_SPACE_INFO_STATES]; /**< of which preemptive */
 	uint64_t tickets_granted;	/**< tickets ended with 0 */
 	uint64_t tickets_failed;	/**< tickets ended with an error */
 };

@@ -569,7 +569,7 @@ static void compare_space(int pool)
 	F_(delayed_refs_rsv_reserved); F_(preempt_runs); F_(async_runs);
 	F_(tickets_granted); F_(tickets_failed);
 #undef F_
-	for (int s = 0; s < SRSV_STATE_COUNT; s++) {
+	for (int s = 0; s < SRSV_SPACE_INFO_STATES; s++) {
 		EQ("flushes[state]", a.flushes[s], b.flushes[s]);
 		EQ("preempt_flushes[state]", a.preempt_flushes[s], 0);
 	}
