@@ -106,7 +106,7 @@ int srsv_bgroup_config_init(struct srsv_bgroup_config *cfg);
  * @retval -ENOMEM out of memory
  * @note Thread-safe.
  */
-int srsv_bgroups_init(struct srsv_ctx *ctx,
+SRSV_MUST_CHECK int srsv_bgroups_init(struct srsv_ctx *ctx,
 		      const struct srsv_bgroup_config *cfg);
 
 /**
@@ -129,7 +129,7 @@ int srsv_bgroups_init(struct srsv_ctx *ctx,
  * @retval -ENOMEM out of memory
  * @note Thread-safe.
  */
-int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool, uint64_t start,
+SRSV_MUST_CHECK int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool, uint64_t start,
 		    uint64_t length);
 
 /**
@@ -148,7 +148,7 @@ int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool, uint64_t start,
  * @retval -EROFS the group is taken for reclaim (read-only)
  * @note Thread-safe.  Nothing changed on error.
  */
-int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
+SRSV_MUST_CHECK int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 		      uint64_t bytenr, uint64_t bytes);
 
 /**
@@ -172,7 +172,7 @@ int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
  *         the running one)
  * @note Thread-safe.  Nothing changed on error.
  */
-int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
+SRSV_MUST_CHECK int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 		     uint64_t bytenr, uint64_t bytes, uint64_t transid);
 
 /**
@@ -215,7 +215,7 @@ int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid);
  *         shrink by the group now
  * @note Thread-safe.  Nothing changed on error.
  */
-int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
+SRSV_MUST_CHECK int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
 		       uint64_t start);
 
 /** A group, from srsv_bgroup_get() and friends. */
@@ -271,7 +271,7 @@ int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
  * @retval -EINVAL bad argument or table-less ctx
  * @note Thread-safe.  O(groups).
  */
-int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool pool,
+SRSV_MUST_CHECK int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 			  uint64_t bytes, uint64_t *start);
 
 /**
@@ -294,7 +294,7 @@ int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool pool,
  * @retval -EINVAL NULL argument or table-less ctx
  * @note Thread-safe.
  */
-int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
+SRSV_MUST_CHECK int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
 			     struct srsv_bgroup_info *info);
 
 /**
@@ -315,7 +315,7 @@ int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
  * @retval -EBUSY @p result 0 but the group still holds used bytes
  * @note Thread-safe.  Nothing changed on error.
  */
-int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start, int result);
+SRSV_MUST_CHECK int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start, int result);
 
 /**
  * The reclaim threshold of @p pool now: btrfs_calc_reclaim_threshold(),
