@@ -216,6 +216,92 @@ START_TEST(test_fifo_across_async_and_blocking)
 }
 END_TEST
 
+/* The same with real blocking waiters: threads in srsv_space_reserve(). */
+struct blocker {
+	struct srsv_space *s;
+	uint64_t bytes;
+	atomic_int ret;
+	atomic_bool done;
+	pthread_t th;
+};
+
+static void *blocker_main(void *arg)
+{
+	struct blocker *b = arg;
+
+	atomic_store(&b->ret, srsv_space_reserve(b->s, b->bytes,
+						 SRSV_FLUSH_ALL, 0));
+	atomic_store(&b->done, true);
+	return NULL;
+}
+
+static void wait_queued(struct srsv_space *s, unsigned nr)
+{
+	for (int i = 0; i < WAIT_MS; i++) {
+		struct srsv_space_info info;
+
+		ck_assert_int_eq(srsv_space_snapshot(s, &info, NULL, 0, NULL),
+				 0);
+		if (info.nr_tickets == nr)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("tickets never queued");
+}
+
+static bool wait_done(struct blocker *b)
+{
+	for (int i = 0; i < WAIT_MS; i++) {
+		if (atomic_load(&b->done))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+START_TEST(test_fifo_with_blocked_threads)
+{
+	struct srsv_ctx *ctx = make_ctx(MANUAL, flush_nothing);
+	struct srsv_space *md = meta(ctx);
+	struct blocker a = { .s = md, .bytes = 64 * KiB };
+	struct blocker c = { .s = md, .bytes = 16 * KiB };
+	struct srsv_async *q;
+	struct srsv_ticket b;
+
+	ck_assert_int_eq(srsv_async_create(ctx, &q), 0);
+	fill(md, POOL);
+	ck_assert_int_eq(pthread_create(&a.th, NULL, blocker_main, &a), 0);
+	wait_queued(md, 1);
+	ck_assert_int_eq(queue_async(q, md, &b, 16 * KiB, UINT64_MAX),
+			 -EINPROGRESS);
+	ck_assert_int_eq(pthread_create(&c.th, NULL, blocker_main, &c), 0);
+	wait_queued(md, 3);
+	/* 32 KiB free: the async ticket and the second thread would fit,
+	 * but the blocked head comes first. */
+	ck_assert_int_eq(srsv_space_release(md, 32 * KiB), 0);
+	ck_assert(!readable(srsv_async_fd(q), 0));
+	ck_assert(!atomic_load(&a.done) && !atomic_load(&c.done));
+	/* 40 more: the head (64) goes, then the async ticket (16) cannot. */
+	ck_assert_int_eq(srsv_space_release(md, 40 * KiB), 0);
+	ck_assert(wait_done(&a));
+	ck_assert_int_eq(atomic_load(&a.ret), 0);
+	ck_assert(!readable(srsv_async_fd(q), 0));
+	/* 8 (16 free): the async ticket, not the thread behind it. */
+	ck_assert_int_eq(srsv_space_release(md, 8 * KiB), 0);
+	ck_assert(readable(srsv_async_fd(q), WAIT_MS));
+	ck_assert_int_eq(reap_one(q, &b), 0);
+	ck_assert(!atomic_load(&c.done));
+	ck_assert_int_eq(srsv_space_release(md, 16 * KiB), 0);
+	ck_assert(wait_done(&c));
+	ck_assert_int_eq(atomic_load(&c.ret), 0);
+	pthread_join(a.th, NULL);
+	pthread_join(c.th, NULL);
+	ck_assert_uint_eq(may_use(md), POOL);
+	ck_assert_int_eq(srsv_async_destroy(q), 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A queued async ticket holds back NO_FLUSH and normal reservations,
  * and priority tickets pass it, as for a blocking one. */
 START_TEST(test_priority_rules_hold)
@@ -1116,6 +1202,7 @@ static Suite *async_suite(void)
 	tcase_add_test(c, test_fd_readable_exactly_on_completion);
 	tcase_add_test(c, test_granted_at_once_posts_nothing);
 	tcase_add_test(c, test_fifo_across_async_and_blocking);
+	tcase_add_test(c, test_fifo_with_blocked_threads);
 	tcase_add_test(c, test_priority_rules_hold);
 	tcase_add_test(c, test_cancel_async);
 	tcase_add_test(c, test_timeout_manual);
