@@ -3,26 +3,31 @@
 #
 # Install the Debian 12 packages libspacersv needs, only those missing.
 #
-# usage: tools/install-deps.sh [--minimal] [--update] [--dry-run]
+# usage: tools/install-deps.sh [--demo|--minimal] [--update] [--dry-run]
 #   (default)  everything the full test suite and .ci/run use: build tools,
 #              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
 #              gcovr, clang + its sanitizer/fuzzer runtime, liburing,
 #              FUSE 3, fio and the real clients of bench/spacefs-clients.sh
 #              (spacefs)
-#   --minimal  only what building the library, examples and unit tests needs
+#   --demo     only what building the library and the demo needs
 #              (tools/run-demo.sh)
+#   --minimal  only what building the library, examples and unit tests needs
 #   --update   run `apt-get update` even when nothing is missing (CI does, so
 #              that a stale package list cannot hide a broken install step)
 #   --dry-run  print what would be installed, change nothing
+#   --version  print the version and exit
 #
-# Runs as root, or through sudo when not root.  Exit status 0 when every
-# package is installed afterwards.
+# Before installing anything it prints every package apt-get is about to
+# install (the missing ones and what they pull in).  Runs as root, or
+# through sudo when not root.  Exit status 0 when every package is
+# installed afterwards, 2 on bad usage.
 set -eu
 
 # Needed to configure and build the library, the examples and the unit
 # tests: a C compiler, meson/ninja, pkg-config, libatomic_ops (header-only on
 # x86_64) and Check.
-MINIMAL="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev check"
+DEMO="gcc libc6-dev meson ninja-build pkg-config libatomic-ops-dev"
+MINIMAL="$DEMO check"
 # Everything else the test suites and CI use.  g++ and binutils: the ABI
 # suite compiles the headers as C++ and reads the library with nm/readelf;
 # python3 runs its scripts; liburing for the NOWAIT example; libfuse3-dev,
@@ -43,14 +48,23 @@ btrfs-progs e2fsprogs util-linux"
 set_name=full update=false dry_run=false
 for arg in "$@"; do
 	case $arg in
+	--demo) set_name=demo ;;
 	--minimal) set_name=minimal ;;
 	--update) update=true ;;
 	--dry-run) dry_run=true ;;
-	-h|--help) sed -n '4,17p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--version)
+		sed -n "s/^  version: '\\([^']*\\)',\$/install-deps.sh (libspacersv) \\1/p" \
+			"$(dirname "$0")/../meson.build"
+		exit 0 ;;
 	*) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
 	esac
 done
-if [ "$set_name" = minimal ]; then packages=$MINIMAL; else packages=$FULL; fi
+case $set_name in
+demo) packages=$DEMO ;;
+minimal) packages=$MINIMAL ;;
+*) packages=$FULL ;;
+esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "install-deps.sh: not a Debian system (no dpkg-query); install by hand:" >&2
@@ -85,10 +99,16 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 if [ -n "$missing" ]; then
-	echo "install-deps.sh: installing:$missing"
+	echo "install-deps.sh: missing:$missing"
 	$as_root apt-get update
-	# Recommends are kept: the verified recipe installs with them.
+	# Recommends are kept: the verified recipe installs with them.  apt's
+	# own plan (a simulation) says everything that will be installed.
 	# shellcheck disable=SC2086 # one word per package
+	plan=$(apt-get -s install $missing | sed -n 's/^Inst \([^ ]*\).*/\1/p')
+	echo "install-deps.sh: apt-get will install $(echo "$plan" | wc -w) packages:"
+	echo "$plan" | tr '\n' ' ' | fold -s -w 76 | sed 's/^/  /'
+	echo
+	# shellcheck disable=SC2086
 	$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y $missing
 else
 	# --update with nothing missing: refresh the lists, but an unreachable

@@ -7,6 +7,7 @@
 # usage: tools/run-tests.sh [--no-deps] [--builddir DIR] [-- MESON_SETUP_ARGS...]
 #   --no-deps       do not check/install Debian packages (tools/install-deps.sh)
 #   --builddir DIR  build directory (default: build, in the source tree)
+#   --version       print the version and exit
 #   MESON_SETUP_ARGS are passed to `meson setup` (e.g. -Dwerror=true)
 # Environment: MESON_TEST_ARGS adds arguments to `meson test` (e.g.
 # "--suite unit"); JOBS sets the build parallelism (default: nproc).
@@ -23,7 +24,10 @@ while [ $# -gt 0 ]; do
 	--no-deps) deps=false; shift ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--) shift; break ;;
-	-h|--help) sed -n '4,15p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--version)
+		sed -n "s/^  version: '\\([^']*\\)',\$/run-tests.sh (libspacersv) \\1/p" meson.build
+		exit 0 ;;
 	*) echo "run-tests.sh: unknown argument $1 (setup arguments go after --)" >&2
 	   exit 2 ;;
 	esac
