@@ -153,7 +153,8 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		srsv__note_commit_time(s, commit_ns);
 	srsv__stats_flush(s, &f);
 	srsv__unlock(&s->lock);
-	srsv__trace_flush_space(s, state, bytes, ret, for_preempt, f.ns);
+	srsv__trace_flush_space(s, state, bytes, ret, for_preempt, f.ns,
+				f.called);
 	return ret;
 }
 

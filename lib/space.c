@@ -78,6 +78,8 @@ int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
 	s->is_data = kind == SRSV_POOL_DATA || kind == SRSV_POOL_MIXED;
 	s->is_metadata = kind == SRSV_POOL_METADATA || kind == SRSV_POOL_MIXED;
 	srsv__st(&s->counters[SRSV__TOTAL], total);
+	/* A pool that never grows still shows its total in a trace. */
+	srsv__trace_counter(s, SRSV__TOTAL, 0, (int64_t)total);
 	srsv__st(&s->preempt_floor, srsv__preempt_floor(s, total));
 	srsv__st(&s->clamp, (ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP) &&
 		 ctx->cfg.fixed_clamp ? ctx->cfg.fixed_clamp : 1);

@@ -134,21 +134,22 @@ static inline void srsv__trace_trigger_flush(const struct srsv_space *s,
 
 SRSV__TP_COLD void srsv__tp_flush_space(const struct srsv_space *s, int state,
 					uint64_t bytes, int ret,
-					bool for_preempt, uint64_t duration_ns)
+					bool for_preempt, uint64_t duration_ns,
+					bool called)
 {
 	lttng_ust_do_tracepoint(spacersv, flush_space, srsv__tp_ctx(s),
 				srsv__tp_pool(s), state, bytes, ret,
-				for_preempt ? 1 : 0, duration_ns);
+				for_preempt ? 1 : 0, duration_ns, called ? 1 : 0);
 }
 
 static inline void srsv__trace_flush_space(const struct srsv_space *s,
 					   int state, uint64_t bytes, int ret,
 					   bool for_preempt,
-					   uint64_t duration_ns)
+					   uint64_t duration_ns, bool called)
 {
 	if (lttng_ust_tracepoint_enabled(spacersv, flush_space))
 		srsv__tp_flush_space(s, state, bytes, ret, for_preempt,
-				     duration_ns);
+				     duration_ns, called);
 }
 
 SRSV__TP_COLD void srsv__tp_refused(const struct srsv_space *s, int kind,

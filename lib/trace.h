@@ -114,10 +114,10 @@ static inline void srsv__trace_trigger_flush(const struct srsv_space *s,
 static inline void srsv__trace_flush_space(const struct srsv_space *s,
 					   int state, uint64_t bytes, int ret,
 					   bool for_preempt,
-					   uint64_t duration_ns)
+					   uint64_t duration_ns, bool called)
 {
 	(void)s; (void)state; (void)bytes; (void)ret; (void)for_preempt;
-	(void)duration_ns;
+	(void)duration_ns; (void)called;
 }
 
 static inline void srsv__trace_refused(const struct srsv_space *s, int kind,

@@ -11,14 +11,21 @@ prints:
     ticket: a flusher serving queued tickets), with how many the engine
     skipped (-EOPNOTSUPP) or failed, and the bytes asked for;
   - ticket outcomes per error (granted, -ENOSPC, -ETIMEDOUT, ...);
-  - trigger_flush per reason, and the last space dump of each pool.
+  - trigger_flush per reason, and the last space dump of each pool;
+  - why writers waited: per pool, the share of the trace during which a
+    ticket was queued, the flush states their time went to (each
+    flush_space's duration_ns times the tickets queued when it began, as
+    srsv_space_get_stats()'s waited_ns), and a timeline with the waits
+    marked.
 
 With --plot FILE.png it also plots the pool counters (from counter events)
 and the preemptive clamp (from done_preemptive_reclaim / fail_all_tickets
 dumps) over time, with matplotlib.
 
-The trace is read with babeltrace2's Python bindings (bt2) when they can be
-imported, otherwise by parsing the text output of the `babeltrace2` program.
+The trace is read by parsing the text output of the `babeltrace2` program
+when it is installed (about twice as fast as the Python bindings, which
+build an object per field), otherwise with babeltrace2's Python bindings
+(bt2); --backend picks one.
 On Debian: apt-get install babeltrace2 python3-bt2 python3-matplotlib, and
 run this script with /usr/bin/python3 (a python3 from pyenv or a venv does
 not see Debian's python3-bt2 and python3-matplotlib; without bt2 the text
@@ -55,6 +62,9 @@ def tool_version():
 
 
 PROVIDER = 'spacersv'
+
+# Pool kinds (enum srsv_pool), as the trace names them.
+POOLS = ('data', 'metadata', 'system', 'mixed')
 
 # Counters in the order they are plotted (enum srsv__counter).
 COUNTERS = ('total', 'used', 'reserved', 'pinned', 'readonly',
@@ -429,7 +439,7 @@ def load_events(path, backend='auto'):
     if not os.path.isdir(path):
         raise TraceError('%s is not a directory' % path)
     if backend == 'auto':
-        backend = 'bt2' if have_bt2() else 'text'
+        backend = 'text' if shutil.which('babeltrace2') else 'bt2'
     if backend == 'bt2':
         events = load_events_bt2(path)
     elif backend == 'text':
@@ -514,13 +524,29 @@ def analyse(events):
         'flushes': Counter(),
         'flush_errors': Counter(),
         'flush_skipped': Counter(),
+        'flush_unsupported': Counter(),
         'flush_bytes': Counter(),
         'triggers': Counter(),
         'dumps': Counter(),
         'last_dump': {},
+        # (state, source) -> summed / longest flush_space.duration_ns
+        'flush_ns': Counter(),
+        'flush_max_ns': Counter(),
+        'has_duration': False,
     }
+    # Tickets queued per pool over time, from ticket_add / ticket_end:
+    # (ctx, pool) -> [(ts, queued after the change)].
+    queue = defaultdict(list)
+    flushes = []
     for e in events:
         name = e['name']
+        if name in ('ticket_add', 'ticket_end'):
+            hist = queue[(e['ctx'], e['pool'])]
+            n = hist[-1][1] if hist else 0
+            hist.append((e['ts'], max(n + (1 if name == 'ticket_add'
+                                             else -1), 0)))
+        elif name == 'flush_space':
+            flushes.append(e)
         if 'ctx' in e and 'pool' in e:
             rep['pools'][(e['ctx'], e['pool'])] += 1
         if name == 'ticket_end':
@@ -538,8 +564,21 @@ def analyse(events):
             key = (e['state'], 'preempt' if e['for_preempt'] else 'ticket')
             rep['flushes'][key] += 1
             rep['flush_bytes'][key] += e['bytes']
-            if e['ret'] == -errno.EOPNOTSUPP:
+            if 'duration_ns' in e:
+                rep['has_duration'] = True
+                rep['flush_ns'][key] += e['duration_ns']
+                rep['flush_max_ns'][key] = max(rep['flush_max_ns'][key],
+                                               e['duration_ns'])
+            # skipped: not called (disabled after an earlier
+            # -EOPNOTSUPP); unsupported: the engine answered -EOPNOTSUPP.
+            # Traces without "called" count both as skipped.
+            if not e.get('called', 1):
                 rep['flush_skipped'][key] += 1
+            elif e['ret'] == -errno.EOPNOTSUPP:
+                if 'called' in e:
+                    rep['flush_unsupported'][key] += 1
+                else:
+                    rep['flush_skipped'][key] += 1
             elif e['ret'] != 0:
                 rep['flush_errors'][key] += 1
         elif name == 'trigger_flush':
@@ -547,7 +586,76 @@ def analyse(events):
         elif name in ('done_preemptive_reclaim', 'fail_all_tickets'):
             rep['dumps'][name] += 1
             rep['last_dump'][(e['ctx'], e['pool'])] = e
+    rep['why'] = analyse_why(rep, queue, flushes)
     return rep
+
+
+TIMELINE_WIDTH = 60
+# One letter per flush state on the timeline.
+STATE_LETTERS = {
+    'DELAYED_ITEMS_NR': 'i', 'DELAYED_ITEMS': 'I', 'DELAYED_REFS_NR': 'r',
+    'DELAYED_REFS': 'R', 'DELALLOC': 'd', 'DELALLOC_WAIT': 'w',
+    'DELALLOC_FULL': 'D', 'ALLOC_CHUNK': 'a', 'ALLOC_CHUNK_FORCE': 'A',
+    'RUN_DELAYED_IPUTS': 'P', 'COMMIT_TRANS': 'C', 'RESET_ZONES': 'z',
+    'RECLAIM_ZONES': 'Z'}
+
+
+def _queued_at(hist, times, ts):
+    """Tickets queued just before @ts, from a pool's queue history."""
+    import bisect
+    i = bisect.bisect_left(times, ts)
+    return hist[i - 1][1] if i else 0
+
+
+def analyse_why(rep, queue, flushes):
+    """Per pool: stall intervals (a ticket queued), the writers' time behind
+    each flush state (duration x tickets queued at its start), and a
+    timeline of both.  Needs flush_space.duration_ns for the states."""
+    t0, t1 = rep['first_ts'], rep['last_ts']
+    span = max(t1 - t0, 1)
+    width = TIMELINE_WIDTH
+    why = {}
+    times = {k: [ts for ts, _ in h] for k, h in queue.items()}
+    pools = set(queue) | {(f['ctx'], f['pool']) for f in flushes}
+    for key in pools:
+        hist = queue.get(key, [])
+        stalls, start = [], None
+        for ts, n in hist:
+            if n and start is None:
+                start = ts
+            elif not n and start is not None:
+                stalls.append((start, ts))
+                start = None
+        if start is not None:
+            stalls.append((start, t1))
+        bins = [0.0] * width
+        for a, b in stalls:
+            for i in range(int((a - t0) * width // span),
+                           min(int((b - t0) * width // span), width - 1) + 1):
+                lo = t0 + i * span / width
+                hi = lo + span / width
+                bins[i] += max(0.0, min(b, hi) - max(a, lo))
+        why[key] = {
+            'stalled_ns': sum(b - a for a, b in stalls),
+            'stalls': stalls,
+            'stall_bins': [min(x * width / span, 1.0) for x in bins],
+            'waited': Counter(),
+            'state_bins': [Counter() for _ in range(width)],
+        }
+    for f in flushes:
+        key = (f['ctx'], f['pool'])
+        dur = f.get('duration_ns', 0)
+        start = f['ts'] - dur
+        n = _queued_at(queue.get(key, []), times.get(key, []), start)
+        if not n or not dur:
+            continue
+        w = why[key]
+        w['waited'][f['state']] += dur * n
+        i = min(int((start - t0) * width // span), width - 1)
+        j = min(int((f['ts'] - t0) * width // span), width - 1)
+        for b in range(max(i, 0), j + 1):
+            w['state_bins'][b][f['state']] += dur * n / (j - i + 1)
+    return why
 
 
 def _state_order(state):
@@ -613,19 +721,27 @@ def format_report(rep, width=40):
     if not rep['flushes']:
         out.append('  (none)')
     else:
-        # skipped: -EOPNOTSUPP, the engine has no such state; failed: any
-        # other error (-ENOSPC from ALLOC_CHUNK marks the pool full).
-        out.append('  %-20s %-8s %7s %7s %7s %12s' %
-                   ('state', 'source', 'calls', 'skipped', 'failed',
-                    'asked'))
+        # skipped: not called, the engine said -EOPNOTSUPP for it before;
+        # unsupp: it said -EOPNOTSUPP now; failed: any other error
+        # (-ENOSPC from ALLOC_CHUNK marks the pool full).
+        # time: summed flush_space.duration_ns (n/a in traces of
+        # libraries that did not record it).
+        out.append('  %-20s %-8s %7s %7s %7s %7s %12s %9s %9s' %
+                   ('state', 'source', 'calls', 'skipped', 'unsupp',
+                    'failed', 'asked', 'time', 'max'))
         for (state, src) in sorted(rep['flushes'], key=lambda k: (
                 _state_order(k[0]), k[1])):
             key = (state, src)
-            out.append('  %-20s %-8s %7d %7d %7d %12s' %
+            out.append('  %-20s %-8s %7d %7d %7d %7d %12s %9s %9s' %
                        (state, src, rep['flushes'][key],
                         rep['flush_skipped'][key],
+                        rep['flush_unsupported'][key],
                         rep['flush_errors'][key],
-                        fmt_bytes(rep['flush_bytes'][key])))
+                        fmt_bytes(rep['flush_bytes'][key]),
+                        fmt_ns(rep['flush_ns'][key])
+                        if rep['has_duration'] else 'n/a',
+                        fmt_ns(rep['flush_max_ns'][key])
+                        if rep['has_duration'] else 'n/a'))
 
     out.append('')
     out.append('trigger_flush per reason')
@@ -633,6 +749,8 @@ def format_report(rep, width=40):
         out.append('  (none)')
     for (reason, mode), c in sorted(rep['triggers'].items(), key=str):
         out.append('  %-8s %-22s %7d' % (reason, mode, c))
+
+    out.extend(format_why(rep))
 
     if rep['last_dump']:
         out.append('')
@@ -645,6 +763,69 @@ def format_report(rep, width=40):
                         fmt_bytes(d['reserved']), fmt_bytes(d['may_use']),
                         fmt_bytes(d['reclaim_size']), d['clamp']))
     return '\n'.join(out) + '\n'
+
+
+def why_line(rep, key):
+    """"metadata: writers waited 31% of the trace, mostly behind
+    COMMIT_TRANS (64% of their time in flush states)": the line an engine
+    prints from srsv_space_get_stats(), from a trace."""
+    w = rep['why'][key]
+    span = max(rep['last_ts'] - rep['first_ts'], 1)
+    line = '%s: writers waited %.0f%% of the trace (%s of %s)' % (
+        key[1], 100.0 * w['stalled_ns'] / span, fmt_ns(w['stalled_ns']),
+        fmt_ns(span))
+    total = sum(w['waited'].values())
+    if total:
+        state, ns = w['waited'].most_common(1)[0]
+        line += ', mostly behind %s (%.0f%% of their time in flush ' \
+                'states)' % (state, 100.0 * ns / total)
+    return line
+
+
+def format_why(rep):
+    out = ['', 'Why writers waited (tickets queued; writers\' time behind '
+           'each flush state = its duration x the tickets queued)']
+    keys = sorted((k for k, w in rep['why'].items() if w['stalls']),
+                  key=lambda k: (k[0], str(k[1])))
+    if not keys:
+        out.append('  (no ticket waited)')
+        return out
+    several_ctx = len({c for c, _ in keys}) > 1
+    for key in keys:
+        w = rep['why'][key]
+        out.append('  ' + why_line(rep, key) +
+                   (' [ctx %#x]' % key[0] if several_ctx else ''))
+        total = sum(w['waited'].values())
+        if not rep['has_duration']:
+            out.append('    (flush_space has no duration_ns in this trace: '
+                       'states not attributed)')
+        for state, ns in sorted(w['waited'].items(),
+                                key=lambda kv: -kv[1]):
+            if ns * 1000 < total:
+                continue	# under 0.1%
+            out.append('    %-20s %9s writer-time %5.1f%%' %
+                       (state, fmt_ns(ns), 100.0 * ns / total))
+        marks = ' .:+#'
+        stall = ''.join(marks[min(int(x * 4 + 0.999), 4)] if x else ' '
+                        for x in w['stall_bins'])
+        states = ''.join(
+            STATE_LETTERS.get(c.most_common(1)[0][0], '?') if c else ' '
+            for c in w['state_bins'])
+        out.append('    timeline   |%s| %s' % (stall, fmt_ns(
+            rep['last_ts'] - rep['first_ts'])))
+        out.append('    behind     |%s|' % states)
+    used = sorted({STATE_LETTERS.get(c.most_common(1)[0][0], '?') + '=' +
+                   c.most_common(1)[0][0]
+                   for key in keys for c in rep['why'][key]['state_bins']
+                   if c})
+    out.append('  timeline: one column per %.3g s; waits marked . : + # '
+               '(up to 25/50/75/100%% of the column with a ticket queued)'
+               % ((rep['last_ts'] - rep['first_ts']) / 1e9 /
+                  TIMELINE_WIDTH))
+    if used:
+        out.append('  behind: the state the writers\' time went to in that '
+                   'column: ' + ', '.join(used))
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -765,7 +946,9 @@ def main(argv=None):
     ap.add_argument('trace', help='trace directory (lttng create --output)')
     ap.add_argument('--backend', choices=('auto', 'bt2', 'text'),
                     default='auto',
-                    help='trace reader (default: bt2 if importable)')
+                    help='trace reader (default: the babeltrace2 text '
+                    'output if the program is installed, the faster one; '
+                    'else bt2)')
     ap.add_argument('--ctx', type=_int_auto,
                     help='only this ctx (address, e.g. 0x55d0c3a2b2a0)')
     ap.add_argument('--pool', help='only this pool (data, metadata, ...)')
@@ -773,6 +956,10 @@ def main(argv=None):
     ap.add_argument('--plot', metavar='FILE.png',
                     help='plot counters and clamp over time')
     args = ap.parse_args(argv)
+    if args.pool is not None and args.pool not in POOLS:
+        print('srsv-report: --pool %s: no such pool (one of %s)'
+              % (args.pool, ', '.join(POOLS)), file=sys.stderr)
+        return 2
 
     # What the run will need, before the trace is read.
     missing = missing_imports(args)
@@ -781,7 +968,16 @@ def main(argv=None):
         return 1
     try:
         events, backend = load_events(args.trace, args.backend)
+        present = sorted({str(e['pool']) for e in events if 'pool' in e})
         events = select(events, args.ctx, args.pool, args.pid)
+        if args.pool is not None and not any(
+                e.get('pool') == args.pool for e in events):
+            raise TraceError('no event of pool %s%s (pools in the trace: '
+                             '%s)' % (args.pool,
+                                      ' in the selection' if args.ctx
+                                      is not None or args.pid is not None
+                                      else '', ', '.join(present) or
+                                      'none'))
         sys.stdout.write(format_report(analyse(events)))
         if args.plot:
             plot(events, args.plot)
@@ -789,8 +985,8 @@ def main(argv=None):
     except TraceError as e:
         print('srsv-report: %s' % e, file=sys.stderr)
         return 2
-    if backend == 'text':
-        print('(read with the babeltrace2 text fallback)', file=sys.stderr)
+    if backend == 'bt2':
+        print('(read with the bt2 Python bindings)', file=sys.stderr)
     return 0
 
 

@@ -303,13 +303,15 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, trigger_flush,
  * One call of the engine's flush callback for @state, asked for @bytes,
  * with its return value; for_preempt tells the preemptive flusher (1) from
  * a flusher serving tickets (0); duration_ns is the time the step took
- * (the callback and, for the zoned states, the library's own work).  The
- * event fires when the step ends.
+ * (the callback and, for the zoned states, the library's own work); called
+ * is 0 when the callback was not called because it had answered
+ * -EOPNOTSUPP for this state before (ret is then -EOPNOTSUPP).  The event
+ * fires when the step ends.
  */
 LTTNG_UST_TRACEPOINT_EVENT(spacersv, flush_space,
 	LTTNG_UST_TP_ARGS(uint64_t, ctx, int, pool, int, state,
 			  uint64_t, bytes, int, ret, int, for_preempt,
-			  uint64_t, duration_ns),
+			  uint64_t, duration_ns, int, called),
 	LTTNG_UST_TP_FIELDS(
 		lttng_ust_field_integer_hex(uint64_t, ctx, ctx)
 		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
@@ -318,6 +320,7 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, flush_space,
 		lttng_ust_field_integer(int, ret, ret)
 		lttng_ust_field_integer(uint8_t, for_preempt, for_preempt)
 		lttng_ust_field_integer(uint64_t, duration_ns, duration_ns)
+		lttng_ust_field_integer(uint8_t, called, called)
 	)
 )
 

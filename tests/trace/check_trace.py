@@ -106,6 +106,17 @@ def check_common(events, pid):
         last[key] = e['new_value']
     check(not broken, 'counter events chain (old == previous new_value) %s'
           % (broken[:2],))
+    # A pool's total is traced at its creation (old 0): a plot shows the
+    # total of a pool that never grows.
+    first_total = {}
+    for e in events:
+        if e['name'] == 'counter' and e['counter'] == 'total':
+            first_total.setdefault((e['ctx'], e['pool']), e['old'])
+    pools = {(e['ctx'], e['pool']) for e in events
+             if e['name'] == 'counter'}
+    check(pools and all(first_total.get(p) == 0 for p in pools),
+          'every pool\'s total is traced from 0 at its creation (%d pools)'
+          % len(pools))
     return last
 
 
@@ -132,11 +143,23 @@ def check_granted(events, sc):
     fl = of(events, ctx, 'flush_space')
     check(len(fl) >= 1 and all(f['for_preempt'] == 0 for f in fl),
           'granted: flush_space by the ticket flusher (for_preempt=0)')
+    check(fl and all('duration_ns' in f and f['called'] == 1 for f in fl),
+          'granted: flush_space carries duration_ns and called=1')
     check(not of(events, ctx, 'flush_space', for_preempt=1),
           'granted: no preemptive flush (NO_PREEMPT ctx)')
     fill = of(events, ctx, 'reserve', bytes=64 * MIB, mode='NO_FLUSH')
     check(len(fill) == 1 and fill[0]['ret'] == 0,
           'granted: the NO_FLUSH fill is traced by reserve (ret 0)')
+
+
+def check_refused(events, sc):
+    ctx = sc['ctx']
+    print('# refused: ctx %#x' % ctx)
+    ref = [(e['pool'], e['kind'], e['bytes'])
+           for e in of(events, ctx, 'refused')]
+    check(ref == [('metadata', 'release', 2 * MIB),
+                  ('metadata', 'pin', 4096)],
+          'refused: one event per refused call, kind and bytes (%s)' % ref)
 
 
 def check_timeout(events, sc):
@@ -299,6 +322,17 @@ def check_report_tool(report_path, mod, events, trace):
     text = mod.format_report(rep)
     check('FLUSH_ALL' in text and 'DELALLOC' in text,
           'report: text names modes and states')
+    # Why: the granted scenario's ticket waited behind the flush states
+    # the async walk ran while it was queued.
+    granted = [e['ctx'] for e in events if e['name'] == 'ticket_end'
+               and e['error'] == 0]
+    why = rep['why'].get((granted[0], 'metadata')) if granted else None
+    check(why is not None and why['stalled_ns'] > 0 and why['waited'],
+          'report: the granted ticket\'s stall and the states it waited '
+          'behind (%s)' % (dict(why['waited']) if why else None))
+    check('Why writers waited' in text and 'mostly behind' in text
+          and 'timeline' in text,
+          'report: text says why writers waited, with a timeline')
     # The command line, end to end, with the interpreter running us.
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, report_path, trace]
@@ -311,6 +345,12 @@ def check_report_tool(report_path, mod, events, trace):
         check(proc.returncode == 0 and 'Ticket waits' in proc.stdout,
               'report: command line exits 0 (%d) %s'
               % (proc.returncode, proc.stderr.strip()[-200:]))
+        bad = subprocess.run([sys.executable, report_path, trace,
+                              '--pool', 'nosuch'], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
+                             universal_newlines=True)
+        check(bad.returncode == 2 and 'nosuch' in bad.stderr,
+              'report: --pool nosuch is an error (%d)' % bad.returncode)
         if '--plot' in cmd:
             ok = False
             if os.path.exists(png):
@@ -359,10 +399,13 @@ def main():
 
     check_common(events, sc['PID'])
     S, P = sc['SCENARIO'], sc['SNAPSHOT']
-    for name in ('granted', 'timeout', 'preempt', 'fail_all', 'rsv'):
+    for name in ('granted', 'refused', 'timeout', 'preempt', 'fail_all',
+                 'rsv'):
         check(name in S, 'scenario %s ran' % name)
     if 'granted' in S:
         check_granted(events, S['granted'])
+    if 'refused' in S:
+        check_refused(events, S['refused'])
     if 'timeout' in S:
         check_timeout(events, S['timeout'])
     if 'preempt' in S and 'preempt' in P:

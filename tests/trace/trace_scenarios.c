@@ -219,6 +219,24 @@ static void scenario_granted(void)
 }
 
 /*
+ * refused: a release of more than the pool lent and a pin of bytes not
+ * used are refused with -EINVAL.  Expected: one "refused" event each
+ * (kind release, 2 MiB; kind pin, 4 KiB), nothing changed.
+ */
+static void scenario_refused(void)
+{
+	static struct engine e;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+	struct srsv_space *md = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+
+	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH, 0), 0);
+	CHECK_RC(srsv_space_release(md, 2 * MIB), -EINVAL);
+	CHECK_RC(srsv_space_pin(md, 4096), -EINVAL);
+	CHECK_RC(srsv_space_release(md, MIB), 0);
+	printf("SCENARIO refused ctx=%#" PRIxPTR "\n", (uintptr_t)ctx);
+}
+
+/*
  * timeout: a ticket nobody serves (the pending flush is never run) times
  * out.  Expected: ticket_add, then ticket_end(error -ETIMEDOUT).
  */
@@ -375,6 +393,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("PID %ld\n", (long)getpid());
 	scenario_granted();
+	scenario_refused();
 	scenario_timeout();
 	scenario_preempt();
 	scenario_fail_all();
