@@ -112,6 +112,7 @@ struct srsv__async_ctx {
 	pthread_cond_t cond;		/* CLOCK_MONOTONIC */
 	bool kicked;			/* a deadline may have moved earlier */
 	bool stop;
+	uint64_t next;			/* the deadline the timer sleeps to */
 	bool started;
 	pthread_t thread;
 	struct srsv__thread start;
@@ -144,15 +145,23 @@ void srsv__async_post(struct srsv__ticket *t)
 	}
 }
 
-static void timer_kick(struct srsv_ctx *ctx)
+/*
+ * A ticket with @deadline was queued: wake the timer only if it sleeps
+ * past it, so N tickets queued with later deadlines cost no wake-up (and
+ * no scan of the queues) each.
+ */
+static void timer_kick(struct srsv_ctx *ctx, uint64_t deadline)
 {
 	struct srsv__async_ctx *a = ctx->async;
 
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	a->kicked = true;
-	pthread_cond_signal(&a->cond);
+	if (deadline < a->next) {
+		a->next = deadline;
+		a->kicked = true;
+		pthread_cond_signal(&a->cond);
+	}
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -168,7 +177,7 @@ void srsv__async_queued(struct srsv_space *s, struct srsv__ticket *t)
 	t->async_hold = false;
 	/* Lock order: pool lock, then the timer's own mutex. */
 	if (t->deadline_ns != UINT64_MAX)
-		timer_kick(s->ctx);
+		timer_kick(s->ctx, t->deadline_ns);
 	if (t->priority) {
 		t->async_walk = true;
 		srsv__worker_kick(s->ctx, pool_worker(s), s->kind);
@@ -279,16 +288,16 @@ static void *timer_main(void *arg)
 {
 	struct srsv_ctx *ctx = arg;
 	struct srsv__async_ctx *a = ctx->async;
-	uint64_t next = UINT64_MAX;
+	uint64_t next;
 
 	pthread_mutex_lock(&a->lock);
 	while (!a->stop) {
 		if (!a->kicked) {
 			struct timespec ts;
 
-			ts.tv_sec = (time_t)(next / 1000000000u);
-			ts.tv_nsec = (long)(next % 1000000000u);
-			if (next == UINT64_MAX)
+			ts.tv_sec = (time_t)(a->next / 1000000000u);
+			ts.tv_nsec = (long)(a->next % 1000000000u);
+			if (a->next == UINT64_MAX)
 				pthread_cond_wait(&a->cond, &a->lock);
 			else
 				pthread_cond_timedwait(&a->cond, &a->lock,
@@ -297,10 +306,18 @@ static void *timer_main(void *arg)
 				break;
 		}
 		a->kicked = false;
+		/*
+		 * Awake: until the scan is done, any new deadline kicks
+		 * (next "none"); a kick during the scan leaves kicked set,
+		 * and the loop scans again before it sleeps.
+		 */
+		a->next = UINT64_MAX;
 		/* Never a pool lock under ours (srsv__async_queued()). */
 		pthread_mutex_unlock(&a->lock);
 		expire_all(ctx, &next);
 		pthread_mutex_lock(&a->lock);
+		if (!a->kicked)
+			a->next = next;
 	}
 	pthread_mutex_unlock(&a->lock);
 	return NULL;
@@ -323,6 +340,7 @@ static int async_ctx_get(struct srsv_ctx *ctx)
 		return ret;
 	}
 	pthread_mutex_init(&a->lock, NULL);
+	a->next = UINT64_MAX;
 	ctx->async = a;
 	if (ctx->cfg.flags & SRSV_CTX_MANUAL)
 		return 0;

@@ -465,6 +465,38 @@ static void *open_gate_later(void *arg)
 	return NULL;
 }
 
+/* An earlier deadline queued after a later one wakes the timer; the
+ * flusher is held in the gate, so only the timer can end a ticket. */
+START_TEST(test_timeout_earlier_deadline)
+{
+	struct srsv_ctx *ctx;
+	struct srsv_space *md;
+	struct srsv_async *q;
+	struct srsv_ticket late, early;
+
+	atomic_store(&gate_open, false);
+	ctx = make_ctx(SRSV_CTX_NO_PREEMPT, flush_gate);
+	md = meta(ctx);
+	ck_assert_int_eq(srsv_async_create(ctx, &q), 0);
+	fill(md, POOL);
+	ck_assert_int_eq(srsv_ticket_reserve_async(q, md, &late, 4 * KiB,
+				SRSV_FLUSH_ALL, 0, 60ull * 1000000000u, NULL,
+				NULL), -EINPROGRESS);
+	ck_assert_int_eq(srsv_ticket_reserve_async(q, md, &early, 4 * KiB,
+				SRSV_FLUSH_ALL, 0, 2 * 1000000ull, NULL, NULL),
+			 -EINPROGRESS);
+	ck_assert(readable(srsv_async_fd(q), WAIT_MS));
+	ck_assert_int_eq(reap_one(q, &early), -ETIMEDOUT);
+	ck_assert_int_eq(srsv_ticket_wait(&late, 0), -EINPROGRESS);
+	ck_assert_int_eq(srsv_async_cancel(q, &late), 0);
+	ck_assert_int_eq(reap_one(q, &late), -ECANCELED);
+	ck_assert_uint_eq(may_use(md), POOL);
+	atomic_store(&gate_open, true);
+	ck_assert_int_eq(srsv_async_destroy(q), 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_timeout_during_flush)
 {
 	struct srsv_ctx *ctx;
@@ -1208,6 +1240,7 @@ static Suite *async_suite(void)
 	tcase_add_test(c, test_timeout_manual);
 	tcase_add_test(c, test_timeout_threaded);
 	tcase_add_test(c, test_timeout_during_flush);
+	tcase_add_test(c, test_timeout_earlier_deadline);
 	tcase_add_test(c, test_shutdown_completes_all);
 	tcase_add_test(c, test_callback_in_reaper);
 	tcase_add_test(c, test_priority_async_walk);
