@@ -839,9 +839,11 @@ COUNTER_COLOURS = {'total': 'black', 'used': 'tab:blue',
                    'may_use': 'tab:red'}
 
 
-def plot(events, out_png, title=None):
-    """One panel per pool with its counters (steps, MiB) over time, and a
-    last panel with the clamp of each pool (from the space dumps)."""
+def plot(events, out_png, title=None, rep=None):
+    """One panel per pool with its counters (steps, MiB) over time and the
+    time tickets waited shaded, its title saying why they waited; a last
+    panel with the clamp of each pool (from the space dumps).  Pools whose
+    counters are all 0 (a pool of size 0) get no panel."""
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -857,9 +859,10 @@ def plot(events, out_png, title=None):
     for e in events:
         if e['name'] == 'counter':
             xs, ys = series[(e['ctx'], e['pool'], e['counter'])]
-            if not xs:
+            if not xs and not (e['counter'] == 'total' and e['old'] == 0):
                 # Every change is an event, so the counter held "old"
-                # from the first event of the trace to its first change.
+                # from the first event of the trace to its first change
+                # (a total from 0 is the pool's creation: it starts there).
                 xs.append(0.0)
                 ys.append(e['old'] / 2**20)
             xs.append((e['ts'] - t0) / 1e9)
@@ -868,16 +871,19 @@ def plot(events, out_png, title=None):
             xs, ys = clamp[(e['ctx'], e['pool'])]
             xs.append((e['ts'] - t0) / 1e9)
             ys.append(e['clamp'])
-    pools = sorted({(c, p) for (c, p, _) in series} | set(clamp),
-                   key=lambda k: (k[0], str(k[1])))
+    # A pool of size 0 (no counter ever above 0) has nothing to show.
+    live = {(c, p) for (c, p, _), (xs, ys) in series.items() if any(ys)}
+    pools = sorted(live | set(clamp), key=lambda k: (k[0], str(k[1])))
     several_ctx = len({c for c, _ in pools}) > 1
 
     def name(ctx, pool):
         return ('%s@%#x' % (pool, ctx)) if several_ctx else str(pool)
 
+    if rep is None:
+        rep = analyse(events)
     nrows = max(len(pools), 1) + 1
     fig, axes = plt.subplots(nrows, 1, sharex=True,
-                             figsize=(10, 2.6 * nrows),
+                             figsize=(12, 2.8 * nrows + 0.6),
                              gridspec_kw={'height_ratios':
                                           [3] * (nrows - 1) + [1.5]})
     order = {c: i for i, c in enumerate(COUNTERS)}
@@ -886,14 +892,30 @@ def plot(events, out_png, title=None):
                                if k[:2] == (ctx, pool)},
                               key=lambda c: order.get(c, 99)):
             xs, ys = series[(ctx, pool, counter)]
+            # may_use changes on every reservation: drawn under the
+            # others, thinner, so that it does not hide them.
+            busy = counter == 'may_use'
             ax.step(xs + [end], ys + [ys[-1]], where='post',
-                    label=counter, linewidth=1,
+                    label=counter, linewidth=0.6 if busy else 1.4,
+                    alpha=0.7 if busy else 1.0, zorder=1 if busy else 2,
                     color=COUNTER_COLOURS.get(counter))
+        why = rep['why'].get((ctx, pool))
+        if why and why['stalls']:
+            for i, (a, b) in enumerate(why['stalls']):
+                ax.axvspan((a - t0) / 1e9, (b - t0) / 1e9, color='tab:red',
+                           alpha=0.12, linewidth=0, zorder=0,
+                           label='tickets waiting' if i == 0 else None)
+            ax.set_title(why_line(rep, (ctx, pool)), fontsize='medium',
+                         loc='left')
         ax.set_ylabel('%s (MiB)' % name(ctx, pool))
+        ax.set_ylim(bottom=0)
         if ax.has_data():
-            ax.legend(fontsize='small', loc='upper right')
+            # Outside the axes: a legend inside covers the lines.
+            ax.legend(fontsize='small', loc='upper left',
+                      bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         ax.grid(True, alpha=0.3)
-    axes[0].set_title(title or 'libspacersv pool counters and clamp')
+    fig.suptitle(title or 'libspacersv pool counters, waits (shaded) and '
+                 'clamp')
     ax = axes[-1]
     for (ctx, pool), (xs, ys) in sorted(clamp.items(), key=str):
         # Markers only when there are few dumps to show.
@@ -901,10 +923,13 @@ def plot(events, out_png, title=None):
                 marker='o' if len(xs) <= 50 else None, markersize=3,
                 label='%s clamp' % name(ctx, pool))
     ax.set_ylabel('clamp')
-    ax.set_ylim(0, 9)
+    # The clamp is an integer, 1..8.
+    ax.set_ylim(0.5, 8.5)
+    ax.set_yticks(range(1, 9))
     ax.set_xlabel('seconds since first event')
     if clamp:
-        ax.legend(fontsize='small', loc='upper right')
+        ax.legend(fontsize='small', loc='upper left',
+                  bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
     else:
         ax.text(0.5, 0.5, 'no space dump recorded', ha='center',
                 va='center', transform=ax.transAxes)
@@ -978,9 +1003,10 @@ def main(argv=None):
                                       is not None or args.pid is not None
                                       else '', ', '.join(present) or
                                       'none'))
-        sys.stdout.write(format_report(analyse(events)))
+        rep = analyse(events)
+        sys.stdout.write(format_report(rep))
         if args.plot:
-            plot(events, args.plot)
+            plot(events, args.plot, rep=rep)
             print('plot written to %s' % args.plot)
     except TraceError as e:
         print('srsv-report: %s' % e, file=sys.stderr)
