@@ -312,7 +312,18 @@ static bool charge_far_from_full(struct srsv_space *s, uint64_t grab,
 		if (seen == may_use)
 			break;
 	}
+	/*
+	 * The swap proves the word held may_use, not that claimed still
+	 * does: judge again with claimed loaded now, as
+	 * srsv__space_try_charge() does (space.c), and take the charge back
+	 * if it no longer fits.  We are in motion (in_flight): a slow path
+	 * deciding waits for this.
+	 */
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)grab);
+	if (!far_from_full(s, may_use, grab)) {
+		srsv__may_use_sub_clamped(s, grab);
+		return false;
+	}
 	*after = may_use + grab;
 	return true;
 }

@@ -283,7 +283,7 @@ static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
 	return (uint64_t)old;
 }
 
-/* may_use's word once no refused release is pending (space.c). */
+/* may_use's word (an acquire load; space.c). */
 uint64_t srsv__may_use_settled(const struct srsv_space *s);
 /* Credit sitting in @s's per-CPU caches (a lock-free approximation). */
 uint64_t srsv__cache_credit(const struct srsv_space *s);

@@ -33,7 +33,6 @@
  * -EINVAL and no change (btrfs clamps and warns; a library must not hide a
  * caller's double release) and trace (counter, old, diff).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,103 +146,43 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
 }
 
 /*
- * HOW A RELEASE REFUSES UNDERFLOW WITHOUT A COMPARE-AND-SWAP
+ * HOW A RELEASE REFUSES UNDERFLOW
  *
- * A release subtracts with one fetch-and-add and judges the value it
- * replaced: when that held less than the release, the caller gave back more
- * than the pool lent (a double release), and the subtraction is undone at
- * once.  A compare-and-swap loop would never apply it, but with writers on
- * several CPUs its load and its swap are two transfers of the contended
- * cache line, and the swap fails whenever another CPU got in between:
- * measured on 2 CPUs, 99 ns per reserve+release pair with the loop against
- * 72 with the fetch-and-add (docs/results.md).
+ * A release subtracts with a compare-and-swap that applies only a
+ * subtraction the word covers: a release of more than the pool lent (a
+ * double release) is refused with -EINVAL and changes nothing, and every
+ * release is judged against the word as it is, exactly as a sequential
+ * counter would judge it.  Additions cannot underflow and take one
+ * fetch-and-add.
  *
- * For the instant between the two additions the word holds a wrapped
- * value, at least SRSV__MAY_USE_WRAPPED.  Only releases of at most
- * SRSV__XADD_MAX bytes subtract this way (larger ones, rare, take the
- * compare-and-swap loop), so even 2^22 refusals pending at once leave the
- * word above 2^64 - 2^62, while a legitimate may_use stays below
- * 2^63 + 2^61 (total and the overcommit allowance are bounded by
- * SRSV_MAX_BYTES).  The word is thus wrapped exactly while a refusal is
- * pending, and nothing acts on a wrapped word: admission refuses it in
- * every mode (a reservation may fail or queue meanwhile, and the refused
- * release grants tickets afterwards); a release that replaced a wrapped
- * value cannot judge itself, so it undoes its own subtraction, waits for
- * the word to unwrap and tries again; srsv__may_use_add(), the caches'
- * drain and the readers of the counter wait too.  Every release is thus
- * judged against a word with no refusal pending, as with a
- * compare-and-swap loop.
+ * Until commit 7965481 a release subtracted with one fetch-and-add and
+ * undid a refused subtraction at once, leaving the word "wrapped" for the
+ * instant between; releases that met a wrapped word undid theirs too,
+ * waited and tried again.  That saved one transfer of the contended cache
+ * line (72 against 99 ns per reserve+release pair on 2 CPUs,
+ * docs/results.md), but its SPIN model (tests/formal/may_use.pml, mutant
+ * XADD_UNDO) found that the word is not wrapped exactly while a refusal is
+ * pending: with two threads, a release that met a wrapped word and undid
+ * its subtraction could unwrap the word under another thread's pending
+ * refusal, judge itself against that, and fail a lawful release with
+ * -EINVAL (docs/reliability.md has the trace).  A NOWAIT release also had
+ * to wait there for another thread.  The compare-and-swap loop has neither
+ * problem and needs no waiting anywhere.
  */
-#define SRSV__MAY_USE_WRAPPED (UINT64_C(3) << 62)
-#define SRSV__XADD_MAX (UINT64_C(1) << 40)
-
-/* Wait until no refused release is pending (see above). */
-static AO_t wait_unwrapped(const struct srsv_space *s)
-{
-	AO_t v;
-
-	/* The undo is the refusing thread's next instruction, unless that
-	 * thread was preempted: then give it the CPU. */
-	for (unsigned i = 0;
-	     (v = AO_load_acquire(&s->may_use)) >= SRSV__MAY_USE_WRAPPED; i++) {
-		if (i < 64)
-			srsv__cpu_relax();
-		else
-			sched_yield();
-	}
-	return v;
-}
-
 void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = wait_unwrapped(s), seen;
+	AO_t old = AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
 
-	for (;; old = seen) {
-		if (old >= SRSV__MAY_USE_WRAPPED) {
-			seen = wait_unwrapped(s);
-			continue;
-		}
-		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
-						      old + bytes);
-		if (seen == old)
-			break;
-	}
 	srsv__trace_counter(s, SRSV__MAY_USE, old, (int64_t)bytes);
 }
 
-/* srsv__may_use_sub() when its subtraction replaced @old, not a plain fit. */
-static __attribute__((noinline, cold)) int
-may_use_sub_undo(struct srsv_space *s, uint64_t bytes, AO_t old)
+int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 {
-	for (;;) {
-		/* Undo ours: refused, or to be judged again. */
-		AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
-		if (old < bytes)
-			return -EINVAL;	/* more than the pool lent */
-		/* Another release's refusal is pending: judge ours after. */
-		wait_unwrapped(s);
-		old = AO_fetch_and_add_full(&s->may_use,
-					    (AO_t)0 - (AO_t)bytes);
-		if (old >= bytes && old < SRSV__MAY_USE_WRAPPED)
-			break;
-	}
-	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
-	return 0;
-}
-
-/* A release above SRSV__XADD_MAX: never applied unless it fits. */
-static __attribute__((noinline, cold)) int
-may_use_sub_cas(struct srsv_space *s, uint64_t bytes)
-{
-	AO_t old = wait_unwrapped(s), seen;
+	AO_t old = AO_load_acquire(&s->may_use), seen;
 
 	for (;; old = seen) {
-		if (old >= SRSV__MAY_USE_WRAPPED) {
-			seen = wait_unwrapped(s);
-			continue;
-		}
 		if (old < bytes)
-			return -EINVAL;
+			return -EINVAL;	/* more than the pool lent */
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
 						      old - bytes);
 		if (seen == old)
@@ -253,33 +192,16 @@ may_use_sub_cas(struct srsv_space *s, uint64_t bytes)
 	return 0;
 }
 
-int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
-{
-	AO_t old;
-
-	if (__builtin_expect(bytes > SRSV__XADD_MAX, 0))
-		return may_use_sub_cas(s, bytes);
-	old = AO_fetch_and_add_full(&s->may_use, (AO_t)0 - (AO_t)bytes);
-	if (__builtin_expect(old < bytes || old >= SRSV__MAY_USE_WRAPPED, 0))
-		return may_use_sub_undo(s, bytes, old);
-	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
-	return 0;
-}
-
 uint64_t srsv__may_use_settled(const struct srsv_space *s)
 {
-	return wait_unwrapped(s);
+	return AO_load_acquire(&s->may_use);
 }
 
 uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes)
 {
-	AO_t old = wait_unwrapped(s), seen, take;
+	AO_t old = AO_load_acquire(&s->may_use), seen, take;
 
 	for (;; old = seen) {
-		if (old >= SRSV__MAY_USE_WRAPPED) {
-			seen = wait_unwrapped(s);
-			continue;
-		}
 		take = old < bytes ? old : bytes;
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
 						      old - take);
@@ -360,24 +282,54 @@ static bool fits(const struct srsv_space *s, uint64_t may_use,
 	return bytes < limit && used < limit - bytes;
 }
 
+/*
+ * After a successful compare-and-swap of may_use from @may_use: whether
+ * the admission still fits "claimed" as it is now.  The swap proves the
+ * word held @may_use, not that it held it throughout: between our load of
+ * claimed and the swap, another thread may have reserved, moved those
+ * bytes into claimed (srsv_space_alloc(): claimed up, then may_use down)
+ * and so brought the word back to @may_use, and we would have admitted
+ * against a claimed that no longer holds (an ABA the SPIN model
+ * tests/formal/may_use.pml found: MUTANT_NO_RECHECK).  claimed loaded
+ * after the swap includes every such move, whose addition to claimed came
+ * before its subtraction from may_use.  If it no longer fits, the
+ * admission is taken back (our own bytes: exact unless an over-release
+ * took them) and tickets queued meanwhile are served.  Under the pool lock
+ * claimed cannot change and this is one load.
+ */
+static bool claimed_still_fits(struct srsv_space *s, uint64_t may_use,
+			       uint64_t claimed, uint64_t bytes, int mode)
+{
+	uint64_t now = AO_load_acquire(&s->claimed);
+
+	if (now == claimed || fits(s, may_use, now, bytes, mode))
+		return true;
+	/* Traced as applied, then taken back: the trace's sums stay exact. */
+	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
+	srsv__may_use_sub_clamped(s, bytes);
+	srsv__maybe_grant(s, true);
+	return false;
+}
+
 bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 			    uint64_t *after)
 {
 	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
 
 	for (;; may_use = seen) {
-		/* A refused release pending: no admission against it, in
-		 * any mode (see above srsv__may_use_add()). */
-		if (may_use >= SRSV__MAY_USE_WRAPPED)
-			return false;
 		/* Loaded after may_use: see "claimed" in internal.h. */
 		claimed = AO_load_acquire(&s->claimed);
 		if (!fits(s, may_use, claimed, bytes, mode))
 			return false;
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, may_use,
 						      may_use + bytes);
-		if (seen == may_use)
-			break;
+		if (seen == may_use) {
+			if (claimed_still_fits(s, may_use, claimed, bytes,
+					       mode))
+				break;
+			seen = AO_load_acquire(&s->may_use);
+			continue;
+		}
 		/* Another CPU got in between: time for the caches. */
 		if (s->cache && !srsv__ld(&s->cache_on))
 			srsv__cache_engage(s);
@@ -469,8 +421,8 @@ static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 	}
 	ret = srsv__may_use_sub(s, bytes);
 	/*
-	 * Refused too: for an instant the pool looked full, and a
-	 * reservation may have queued a ticket on it.
+	 * Refused too (as tests/model.c does): a refusal changes nothing,
+	 * but tickets that fit are served either way.
 	 */
 	srsv__maybe_grant(s, nowait);
 	if (__builtin_expect(ret != 0, 0))

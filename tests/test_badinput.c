@@ -564,10 +564,9 @@ START_TEST(test_space_release_bad)
 END_TEST
 
 /*
- * A refused release is applied and undone (one fetch-and-add each way):
+ * A refused release changes nothing (a compare-and-swap never applies it):
  * racing it, lawful releases must still succeed, another over-release
- * must be refused too (not judged against the wrapped word), no
- * reservation may be granted against it, and once all stop every counter
+ * must be refused too, no reservation may be granted against it, and once all stop every counter
  * must be what it was.
  */
 struct race_arg {
@@ -605,8 +604,8 @@ static void *race_thread(void *p)
 
 START_TEST(test_space_release_refused_races)
 {
-	/* Two sizes that subtract by fetch-and-add, one large enough to take
-	 * the compare-and-swap path. */
+	/* Sizes that once took two paths (fetch-and-add with undo up to
+	 * 2^40, compare-and-swap beyond; one path since 7965481). */
 	struct race_arg args[5] = { { .over = UINT64_C(1) << 40 },
 				    { .over = UINT64_C(1) << 39 },
 				    { .over = MAXB }, { 0 }, { 0 } };

@@ -8,7 +8,7 @@
 #              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
 #              gcovr, clang + its sanitizer/fuzzer runtime, liburing,
 #              FUSE 3, fio and the real clients of bench/spacefs-clients.sh
-#              (spacefs)
+#              (spacefs), spin (tests/formal)
 #   --demo     only what building the library and the demo needs
 #              (tools/run-demo.sh)
 #   --minimal  only what building the library, examples and unit tests needs
@@ -44,6 +44,8 @@ dpkg-dev debhelper lintian"
 # (btrfs-progs, e2fsprogs; losetup from util-linux).
 FULL="$FULL stress-ng dbench fsmark postmark sysbench sqlite3 rocksdb-tools git
 btrfs-progs e2fsprogs util-linux"
+# SPIN, for the models of tests/formal (the CI stage "formal").
+FULL="$FULL spin"
 
 set_name=full update=false dry_run=false
 for arg in "$@"; do

@@ -1,0 +1,137 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Check the Promela models of tests/formal/ with SPIN: every correct model
+# must pass every property, every mutant must be refuted.
+#
+# usage: tests/formal/run.sh [--long] [--keep DIR] [FILTER]
+#   --long     also the larger searches (more processes and rounds; minutes
+#              and gigabytes, see README.md), not run by CI
+#   --keep DIR build and keep pan, trails and logs in DIR (default: a
+#              temporary directory, removed at exit)
+#   FILTER     only the checks whose name contains this string
+#
+# Each check prints one line: PASS/FAIL, its name, what SPIN reported
+# (errors, states, depth) and its time.  The last line is
+#   summary: models=N passed=P mutants=M caught=C
+# and the exit status is 0 exactly when P = N and C = M.  A mutant counts
+# as caught only when SPIN reports an error (a failed assertion, an invalid
+# end state or a non-progress cycle), not when the search ran out of memory
+# or time.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+long=false keep= filter=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--long) long=true ;;
+	--keep) keep=$2; shift ;;
+	-h|--help) sed -n '4,20p' "$0"; exit 0 ;;
+	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	*) filter=$1 ;;
+	esac
+	shift
+done
+
+for tool in spin gcc; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "run.sh: $tool not found (tools/install-deps.sh installs spin)" >&2
+		exit 2
+	fi
+done
+
+if [ -n "$keep" ]; then
+	work=$keep
+	mkdir -p "$work"
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/srsv-formal.XXXXXX")
+	trap 'rm -rf "$work"' EXIT INT TERM
+fi
+
+# Memory for one search (MB), and its time (s): the CI budget is 5 minutes.
+MEMLIM=${FORMAL_MEMLIM:-2048}
+TIMEOUT=${FORMAL_TIMEOUT:-600}
+
+models=0 passed=0 mutants=0 caught=0
+
+# check KIND NAME MODEL SEARCH "SPIN DEFINES"
+#   KIND    model (must pass) or mutant (must be refuted)
+#   SEARCH  safety (assertions, invalid end states) or progress
+#           (non-progress cycles: pan -l)
+check() {
+	kind=$1 name=$2 model=$3 search=$4 defs=$5
+	case $name in *"$filter"*) ;; *) return 0 ;; esac
+	dir=$work/$name
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$here/$model" "$dir/"
+	case $search in
+	safety) cflags="-DSAFETY" runflags="" ;;
+	progress) cflags="-DNP" runflags="-l" ;;
+	*) echo "run.sh: bad search $search" >&2; exit 2 ;;
+	esac
+	start=$(date +%s.%N)
+	rc=0
+	# shellcheck disable=SC2086 # defines and flags are words
+	(cd "$dir" && spin $defs -a "$model" >spin.log 2>&1 &&
+		gcc -O1 -w $cflags -DMEMLIM="$MEMLIM" -o pan pan.c \
+			>gcc.log 2>&1 &&
+		timeout "$TIMEOUT" ./pan -m2000000 $runflags >pan.log 2>&1) ||
+		rc=$?
+	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" \
+		'BEGIN { printf "%.1f", b - a }')
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
+	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
+	depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
+	what=$(grep -m1 -E '^pan:[0-9]*: .*(assertion violated|invalid end state|non-progress cycle|acceptance cycle)' \
+		"$dir/pan.log" 2>/dev/null | sed 's/^pan:[0-9]*: *//' | cut -c1-90 || true)
+	complete=true
+	if grep -q -E 'out of memory|Search not completed|max search depth too small' \
+		"$dir/pan.log" 2>/dev/null && [ "${errors:-0}" = 0 ]; then
+		complete=false
+	fi
+	verdict=FAIL
+	if [ "$kind" = model ]; then
+		models=$((models + 1))
+		if [ "$rc" -eq 0 ] && [ "${errors:-x}" = 0 ] && [ "$complete" = true ]; then
+			verdict=PASS
+			passed=$((passed + 1))
+		fi
+	else
+		mutants=$((mutants + 1))
+		# pan exits 0 with errors > 0; a timeout (124) or a build
+		# failure is not a catch.
+		if [ "$rc" -eq 0 ] && [ -n "$errors" ] && [ "$errors" -gt 0 ]; then
+			verdict=PASS
+			caught=$((caught + 1))
+		fi
+	fi
+	printf '%s %-6s %-40s %-8s errors=%s states=%s depth=%s %ss%s\n' \
+		"$verdict" "$kind" "$name" "$search" "${errors:-?}" \
+		"${states:-?}" "${depth:-?}" "$secs" "${what:+  ($what)}"
+	if [ "$verdict" = FAIL ] && [ "$rc" -ne 0 ]; then
+		echo "    exit status $rc; see $dir (--keep DIR keeps it)" >&2
+		tail -3 "$dir/spin.log" "$dir/gcc.log" "$dir/pan.log" 2>/dev/null >&2 || true
+	fi
+}
+
+# --- may_use.pml: the admission word --------------------------------------------
+M=may_use.pml
+check model  may_use-2x2            $M safety   "-DNPROC=2 -DROUNDS=2"
+check model  may_use-3x1            $M safety   "-DNPROC=3 -DROUNDS=1"
+check model  may_use-2x2-progress   $M progress "-DNPROC=2 -DROUNDS=2"
+check mutant may_use-no-recheck     $M safety   "-DNPROC=2 -DMUTANT_NO_RECHECK"
+check mutant may_use-sub-no-check   $M safety   "-DNPROC=2 -DMUTANT_SUB_NO_CHECK"
+check mutant may_use-charge-no-cas  $M safety   "-DNPROC=2 -DMUTANT_CHARGE_NO_CAS"
+check mutant may_use-xadd-undo      $M safety   "-DNPROC=2 -DXADD_UNDO"
+check mutant may_use-xadd-undo-einval $M safety "-DNPROC=2 -DXADD_UNDO -DNOWAIT_UNCHECKED -DXADD_RECHECK"
+check mutant may_use-xadd-no-undo   $M safety   "-DNPROC=2 -DXADD_UNDO -DMUTANT_NO_UNDO"
+if [ "$long" = true ]; then
+	check model may_use-3x2          $M safety  "-DNPROC=3 -DROUNDS=2"
+	check model may_use-4x1          $M safety  "-DNPROC=4 -DROUNDS=1"
+fi
+
+[ -f "$here/more.sh" ] && . "$here/more.sh"
+
+echo "summary: models=$models passed=$passed mutants=$mutants caught=$caught"
+[ "$passed" -eq "$models" ] && [ "$caught" -eq "$mutants" ]
