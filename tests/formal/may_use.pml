@@ -1,24 +1,24 @@
 /*
  * may_use.pml: the admission word srsv_space::may_use (lib/space.c).
  *
- * Default: the code of lib/space.c as changed by the commit that adds
- * this model (parent 7965481), where a release subtracts with a
- * compare-and-swap.  -DXADD_UNDO: the protocol of 7965481, where a release
+ * Default: lib/space.c as of the commit that adds this model (on main
+ * after 42b0de9), where a release subtracts with a compare-and-swap and
+ * an admission re-checks claimed after its swap.  -DXADD_UNDO: the protocol of 7965481, where a release
  * subtracted with one fetch-and-add and undid a refused subtraction (the
  * "wrapped" word); SPIN refutes it (see README.md), so it is run as a
  * mutant.
  *
  * Mirrors, statement by statement (lib/space.c line numbers; the
  * XADD_UNDO lines are those of 7965481):
- *   srsv__may_use_add()        161-166  (XADD_UNDO: 186-201, wait 170-184)
- *   srsv__may_use_sub()        168-182  (XADD_UNDO: 245-256 and
+ *   srsv__may_use_add()        170-175  (XADD_UNDO: 186-201, wait 170-184)
+ *   srsv__may_use_sub()        177-191  (XADD_UNDO: 245-256 and
  *                                        may_use_sub_undo() 204-221)
- *   srsv__space_try_charge()   303-330  (fits() 257-272 in mode NO_FLUSH,
+ *   srsv__space_try_charge()   312-339  (fits() 266-281 in mode NO_FLUSH,
  *                                        without overcommit;
- *                                        claimed_still_fits() 289-301)
- *   srsv_space_alloc()         486-497  (srsv__space_update() 126: claimed
+ *                                        claimed_still_fits() 298-310)
+ *   srsv_space_alloc()         518-529  (srsv__space_update() 135: claimed
  *                                        is raised before may_use falls)
- *   srsv_space_free_reserved() through transition() 447
+ *   srsv_space_free_reserved() through transition() 472
  * The pool lock those two take orders them with each other only; the
  * lock-free admission and release do not take it, so it is not modelled,
  * nor are the tickets claimed_still_fits() serves (ticket_end.pml).
@@ -132,10 +132,10 @@ byte done = 0;
 
 #ifndef XADD_UNDO
 
-/* srsv__may_use_add(), 161-166: one fetch-and-add. */
+/* srsv__may_use_add(), 170-175: one fetch-and-add. */
 inline may_use_add(b, old, seen)
 {
-	d_step {						/* 163 */
+	d_step {						/* 172 */
 		word = (word + b) % W;
 		held = held + b;
 		INVARIANT
@@ -143,21 +143,21 @@ inline may_use_add(b, old, seen)
 }
 
 /*
- * srsv__may_use_sub(), 168-182.  @mine: the caller holds these bytes (a
+ * srsv__may_use_sub(), 177-191.  @mine: the caller holds these bytes (a
  * lawful release) or not (an over-release).
  */
 inline may_use_sub(b, mine, old, seen, ret)
 {
-	old = word;						/* 170 */
+	old = word;						/* 179 */
 	do
 	:: true ->
 #ifndef MUTANT_SUB_NO_CHECK
-		if						/* 173-174 */
+		if						/* 182-183 */
 		:: old < b -> ret = -EINVAL; REFUSED(b, mine); break
 		:: else
 		fi;
 #endif
-		d_step {					/* 175-176 */
+		d_step {					/* 184-185 */
 			seen = word;
 			if
 			:: seen == old ->
@@ -167,7 +167,7 @@ inline may_use_sub(b, mine, old, seen, ret)
 			fi;
 			INVARIANT
 		}
-		if						/* 177-178 */
+		if						/* 186-187 */
 		:: seen == old -> ret = 0; break
 		:: else -> old = seen
 		fi
@@ -269,7 +269,7 @@ inline may_use_sub(b, mine, old, seen, ret)
 #endif	/* XADD_UNDO */
 
 /*
- * srsv__space_try_charge(), 303-330, mode NO_FLUSH, fits() 257-272 without
+ * srsv__space_try_charge(), 312-339, mode NO_FLUSH, fits() 266-281 without
  * the overcommit allowance: claimed + may_use + bytes <= total.
  */
 inline try_charge(b, ok, mu, seen, cl)
@@ -277,7 +277,7 @@ inline try_charge(b, ok, mu, seen, cl)
 #ifdef MUTANT_CLAIMED_FIRST
 	cl = claimed;
 #endif
-	mu = word;						/* 306 */
+	mu = word;						/* 315 */
 	do
 	:: true ->
 #ifdef XADD_UNDO
@@ -287,14 +287,14 @@ inline try_charge(b, ok, mu, seen, cl)
 		fi;
 #endif
 #ifndef MUTANT_CLAIMED_FIRST
-		cl = claimed;					/* 310 */
+		cl = claimed;					/* 319 */
 #endif
-		if						/* 311-312 */
+		if						/* 320-321 */
 		:: cl + mu + b > TOTAL -> ok = false; break
 		:: else
 		fi;
 #ifndef MUTANT_CHARGE_NO_CAS
-		d_step {					/* 313-314 */
+		d_step {					/* 322-323 */
 			seen = word;
 			if
 			:: seen == mu ->
@@ -308,15 +308,15 @@ inline try_charge(b, ok, mu, seen, cl)
 			fi;
 			INVARIANT
 		}
-		if						/* 315 */
+		if						/* 324 */
 		:: seen == mu ->
 #if !((defined(XADD_UNDO) && !defined(XADD_RECHECK)) || defined(MUTANT_NO_RECHECK))
 			/*
-			 * 316-320, claimed_still_fits() 292-300: the word may
+			 * 325-329, claimed_still_fits() 301-309: the word may
 			 * have come back to mu while a transition moved bytes
 			 * into claimed: judge again with claimed loaded now
-			 * (292-295), else take it back (298; the grant at 299
-			 * is not modelled) and go round again (319-320).
+			 * (301-304), else take it back (307; the grant at 308
+			 * is not modelled) and go round again (328-329).
 			 */
 			d_step {
 				if
@@ -330,7 +330,7 @@ inline try_charge(b, ok, mu, seen, cl)
 			if
 			:: ok -> break
 			:: else ->
-				d_step {	/* 298: srsv__may_use_sub_clamped() */
+				d_step {	/* 307: srsv__may_use_sub_clamped() */
 					if
 					:: word >= b -> word = word - b
 					:: else ->	/* an over-release took them */
@@ -360,21 +360,21 @@ inline try_charge(b, ok, mu, seen, cl)
 }
 
 /*
- * srsv_space_alloc(), 486-497 (lock held): @b of the caller's may_use
+ * srsv_space_alloc(), 518-529 (lock held): @b of the caller's may_use
  * become reserved: claimed first (srsv__space_update(), release store at
- * 126), then srsv__may_use_sub().
+ * 135), then srsv__may_use_sub().
  */
 inline alloc(b, old, seen, ret)
 {
-	if							/* 486-487 */
+	if							/* 518-519 */
 	:: atomic { word < b -> REFUSED(b, true); ret = -EINVAL }
 	:: else ->
-		d_step { claimed = claimed + b; moving = moving + b };	/* 489 */
-		may_use_sub(b, true, old, seen, ret);		/* 491 */
+		d_step { claimed = claimed + b; moving = moving + b };	/* 521 */
+		may_use_sub(b, true, old, seen, ret);		/* 523 */
 		skip;	/* (a break may not jump into a d_step) */
 		d_step {
 			moving = moving - b;
-			if					/* 493-495 */
+			if					/* 524-527 */
 			:: ret != 0 -> claimed = claimed - b
 			:: else
 			fi
