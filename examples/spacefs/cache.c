@@ -692,6 +692,10 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 		fs->used_pages += fresh;
 		if (ino->tenant >= 0)
 			fs->tenants[ino->tenant].used_pages += fresh;
+		/* Block groups: the old copies leave their chunks, the new
+		 * ones (and the fresh pages) go to the lowest with room. */
+		sfs__chunks_free_locked(fs, ino, pinned);
+		sfs__chunks_alloc_locked(fs, ino, fresh + pinned);
 		/* One copy of the file's leaf per transaction, paid by the
 		 * first extent; the others' item reservations all go back. */
 		meta_used = sfs__leaf_cow_locked(fs, ino);

@@ -438,6 +438,9 @@ uint64_t sfs__items_run(struct sfs *fs, uint64_t max)
 void sfs__commit(struct sfs *fs)
 {
 	uint64_t t0 = sfs__now_ns(), pd, pm, tp[SFS_MAX_TENANTS], files = 0;
+	uint64_t committed = 0;
+	int returned;
+
 	struct sinode **list = NULL, *n;
 
 	pthread_mutex_lock(&fs->commit_lock);
@@ -472,7 +475,7 @@ void sfs__commit(struct sfs *fs)
 			tp[i] = fs->tenants[i].pinned_pages;
 			fs->tenants[i].pinned_pages = 0;
 		}
-		fs->trans++;
+		committed = fs->trans++;
 	} else {
 		pd = pm = 0;
 		memset(tp, 0, sizeof(tp));
@@ -488,9 +491,16 @@ void sfs__commit(struct sfs *fs)
 	free(list);
 	fsync(fs->dirfd);
 
-	/* ...then the old ones may be reused. */
+	/* ...then the old ones may be reused.  The data chunks learn it in
+	 * the same trans_lock hold as the pool: a writer granted the unpinned
+	 * bytes places its pages only after, and finds the room (chunks.c). */
+	pthread_mutex_lock(&fs->trans_lock);
 	if (pd)
 		SFS_MUST(srsv_space_unpin(fs->data, pd));
+	returned = committed ? sfs__chunks_commit_locked(fs, committed) : 0;
+	pthread_mutex_unlock(&fs->trans_lock);
+	if (returned)
+		sfs__chunks_returned(fs, returned);
 	if (pm)
 		SFS_MUST(srsv_space_unpin(fs->meta, pm));
 	for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
@@ -527,7 +537,7 @@ static int alloc_chunk(struct sfs *fs, struct srsv_space *space, bool force)
 		}
 	}
 	chunk = sfs__min(space == fs->data ? fs->data_chunk : fs->meta_chunk,
-			 fs->unallocated);
+			 srsv_ctx_unallocated(fs->ctx));
 	/* Whole pages only, and never a metadata chunk smaller than a few
 	 * items: it would be used up by the next transaction. */
 	chunk -= chunk % SFS_PAGE;
@@ -535,21 +545,8 @@ static int alloc_chunk(struct sfs *fs, struct srsv_space *space, bool force)
 		pthread_mutex_unlock(&fs->chunk_lock);
 		return -ENOSPC;	/* the library marks the pool full */
 	}
-	/* Lower the unallocated figure first: overcommit must never count
-	 * the chunk twice. */
-	fs->unallocated -= chunk;
-	ret = srsv_ctx_set_unallocated(fs->ctx, fs->unallocated);
-	if (!ret)
-		ret = srsv_space_grow(space, chunk);
-	if (!ret) {
-		if (space == fs->data) {
-			fs->data_total += chunk;
-			atomic_fetch_add(&fs->data_chunks, 1);
-		} else {
-			fs->meta_total += chunk;
-			atomic_fetch_add(&fs->meta_chunks, 1);
-		}
-	}
+	/* A block group: the library takes it from unallocated space. */
+	ret = sfs__chunk_add(fs, space, chunk);
 	pthread_mutex_unlock(&fs->chunk_lock);
 	sfs__trace(fs, "chunk pool=%s bytes=%" PRIu64 " ret=%d",
 		   space == fs->data ? "data" : "metadata", chunk, ret);
@@ -591,6 +588,9 @@ static int flush_cb(struct srsv_space *space, enum srsv_flush_state state,
 		break;
 	case SRSV_STATE_COMMIT_TRANS:
 		sfs__commit(fs);
+		break;
+	case SRSV_STATE_RECLAIM_CHUNKS:
+		ret = sfs__chunks_reclaim(fs, &freed);
 		break;
 	case SRSV_STATE_ALLOC_CHUNK:
 	case SRSV_STATE_ALLOC_CHUNK_FORCE:
@@ -728,6 +728,7 @@ static void fs_free(struct sfs *fs)
 		free(it);
 	}
 	sfs__itable_destroy(fs);
+	sfs__chunks_destroy(fs);
 	sfs__leaves_destroy(fs);
 	if (fs->dirfd >= 0)
 		close(fs->dirfd);
@@ -846,9 +847,10 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 	sc.flags = cfg->preempt ? 0 : SRSV_CTX_NO_PREEMPT;
 	sc.flush = flush_cb;
 	sc.user = fs;
-	sc.pool_bytes[SRSV_POOL_DATA] = data_total;
-	sc.pool_bytes[SRSV_POOL_METADATA] = meta_total;
-	sc.unallocated_bytes = fs->unallocated;
+	/* The pools start empty: their first chunks are block groups. */
+	sc.pool_bytes[SRSV_POOL_DATA] = 0;
+	sc.pool_bytes[SRSV_POOL_METADATA] = 0;
+	sc.unallocated_bytes = cfg->capacity;
 	sc.device_bytes = cfg->capacity;
 	sc.data_chunk_bytes = fs->data_chunk;
 	sc.item_bytes = SFS_ITEM;
@@ -861,7 +863,11 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 	fs->data = srsv_ctx_space(fs->ctx, SRSV_POOL_DATA);
 	fs->meta = srsv_ctx_space(fs->ctx, SRSV_POOL_METADATA);
 	fs->delops = srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELOPS);
-	ret = preload_used(fs->data, data_used);
+	ret = sfs__chunks_setup(fs, data_total, meta_total);
+	if (!ret)
+		ret = preload_used(fs->data, data_used);
+	if (!ret)
+		ret = sfs__chunks_preload(fs, data_pages);
 	if (!ret)
 		ret = preload_used(fs->meta, meta_used);
 	if (!ret)
@@ -919,6 +925,13 @@ static int check_at_rest(struct sfs *fs, FILE *report)
 	bad |= expect(report, "data reserved", di.reserved, 0);
 	bad |= expect(report, "data may_use", di.may_use, 0);
 	bad |= expect(report, "data total", di.total, fs->data_total);
+	{
+		uint64_t cpinned, cused = sfs__chunks_data_used(fs, &cpinned);
+
+		bad |= expect(report, "data chunks used", cused,
+			      fs->used_pages * SFS_PAGE);
+		bad |= expect(report, "data chunks pinned", cpinned, 0);
+	}
 	bad |= expect(report, "metadata used", mi.used, fs->nr_leaves * SFS_NODE);
 	bad |= expect(report, "metadata pinned", mi.pinned, 0);
 	bad |= expect(report, "metadata reserved", mi.reserved, 0);
@@ -1004,26 +1017,26 @@ int sfs_unmount(struct sfs *fs, FILE *report)
 
 int sfs_statfs(struct sfs *fs, struct statvfs *st)
 {
-	struct srsv_space_info di = empty_info, mi = empty_info;
+	struct srsv_space_info mi = empty_info;
+	struct srsv_statfs sf;
 	struct statvfs b;
-	uint64_t busy, avail, unalloc, meta_free, leaves;
+	uint64_t busy, unalloc, meta_free, leaves;
 
 	if (fstatvfs(fs->dirfd, &b))
 		return -errno;
-	SFS_MUST(srsv_space_snapshot(fs->data, &di, NULL, 0, NULL));
+	/* btrfs_statfs(), computed by the library: only referenced bytes
+	 * count as used (df on btrfs shows reservations and pinned extents
+	 * as free too), the global reserve is subtracted, and nothing is
+	 * available once metadata is full and cannot grow. */
+	SFS_MUST(srsv_ctx_statfs(fs->ctx, &sf));
 	SFS_MUST(srsv_space_snapshot(fs->meta, &mi, NULL, 0, NULL));
-	/* Pinned data is free space: a write that needs it gets it, because
-	 * a waiting data ticket commits (btrfs_statfs() counts bytes_used
-	 * only, so df on btrfs shows pinned extents as free too). */
-	busy = di.used + di.reserved + di.may_use + di.readonly;
 	unalloc = srsv_ctx_unallocated(fs->ctx);
-	avail = unalloc + (di.total > busy ? di.total - busy : 0);
 	memset(st, 0, sizeof(*st));
 	st->f_bsize = SFS_PAGE;
 	st->f_frsize = SFS_PAGE;
-	st->f_blocks = fs->cfg.capacity / SFS_PAGE;
-	st->f_bfree = avail / SFS_PAGE;
-	st->f_bavail = avail / SFS_PAGE;
+	st->f_blocks = sf.total / SFS_PAGE;
+	st->f_bfree = sf.free / SFS_PAGE;
+	st->f_bavail = sf.avail / SFS_PAGE;
 	/* Inodes are spacefs's own: each takes SFS_INODE_BYTES of a shared
 	 * leaf, so the free ones are what the metadata pool and the
 	 * unallocated space can still hold at that rate (btrfs, which has no
@@ -1156,6 +1169,8 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("absorbed_pages", atomic_load(&fs->absorbed_pages));
 	S("items_applied", atomic_load(&fs->items_applied));
 	S("data_chunks", atomic_load(&fs->data_chunks));
+	S("chunks_returned", atomic_load(&fs->chunks_returned));
+	S("chunks_relocated", atomic_load(&fs->chunks_relocated));
 	S("meta_chunks", atomic_load(&fs->meta_chunks));
 	S("quota_flushes", atomic_load(&fs->quota_flushes));
 	pthread_mutex_lock(&fs->items_lock);

@@ -45,6 +45,21 @@ static inline void sfs__must(int ret, const char *what, const char *file,
 
 struct extent;
 
+/* Pages of one owner in one chunk (chunks.c): the chunk's address. */
+struct sfs_run {
+	uint64_t chunk;
+	uint64_t pages;
+};
+
+/* An owner's runs, oldest first, and its link on the owner list
+ * (trans_lock). */
+struct sfs_runs {
+	struct sfs_run *v;
+	uint32_t nr, cap;
+	struct sfs_runs *prev, *next;
+	bool linked;
+};
+
 /* A page of the write-back cache: always a full image of the file's page
  * (partial writes read the rest from the backing file first). */
 struct page {
@@ -105,6 +120,7 @@ struct sinode {
 	bool deleted;			/* last link gone: no items any more */
 	bool leaf_exists;		/* its items are in a leaf */
 	uint64_t sync_trans;		/* on this transaction's file list */
+	struct sfs_runs runs;		/* where its pages live (chunks.c) */
 	struct sinode *trans_next;	/* file list link */
 };
 
@@ -182,6 +198,10 @@ struct sfs {
 	/* device space */
 	pthread_mutex_t chunk_lock;
 	uint64_t unallocated, data_total, meta_total;
+	uint64_t next_addr;		/* next chunk's address (chunk_lock) */
+	/* trans_lock: pages older than the mount, owners with pages */
+	struct sfs_runs anon_runs, run_owners;
+	_Atomic uint64_t chunks_returned, chunks_relocated;
 
 	struct tenant tenants[SFS_MAX_TENANTS];
 
@@ -211,6 +231,33 @@ struct sfs {
 	_Atomic int check_result;	/* 1 not run, 0 ok, <0 failed */
 	atomic_bool preempt;		/* preemptive flushing is on */
 };
+
+/* ---- chunks.c: block groups ---- */
+/* Register the chunks the pools start with (after srsv_ctx_create()). */
+int sfs__chunks_setup(struct sfs *fs, uint64_t data_total,
+		      uint64_t meta_total);
+/* Place the data pages that exist at mount. */
+int sfs__chunks_preload(struct sfs *fs, uint64_t pages);
+/* A new chunk for @space (chunk_lock held). */
+int sfs__chunk_add(struct sfs *fs, struct srsv_space *space, uint64_t bytes);
+/* @pages new data pages of @ino (NULL: nobody's), trans_lock held. */
+void sfs__chunks_alloc_locked(struct sfs *fs, struct sinode *ino,
+			      uint64_t pages);
+/* @pages data pages of @ino freed in the running transaction. */
+void sfs__chunks_free_locked(struct sfs *fs, struct sinode *ino,
+			     uint64_t pages);
+/* @ino leaves memory: its pages stay where they are. */
+void sfs__chunks_forget(struct sfs *fs, struct sinode *ino);
+/* Transaction @trans committed, its data unpinned in the same trans_lock
+ * hold: the groups it emptied go back; returns how many. */
+int sfs__chunks_commit_locked(struct sfs *fs, uint64_t trans);
+/* After sfs__chunks_commit_locked() returned @n > 0 (no lock held). */
+void sfs__chunks_returned(struct sfs *fs, int n);
+/* RECLAIM_CHUNKS: relocate what the library hands out. */
+int sfs__chunks_reclaim(struct sfs *fs, uint64_t *moved);
+void sfs__chunks_destroy(struct sfs *fs);
+/* Live and pinned bytes the data chunks hold (the consistency check). */
+uint64_t sfs__chunks_data_used(struct sfs *fs, uint64_t *pinned);
 
 /* ---- engine.c ---- */
 uint64_t sfs__now_ns(void);

@@ -300,6 +300,7 @@ static void ifree(struct sfs *fs, struct sinode *n)
 		atomic_fetch_sub(&fs->nr_fds, 1);
 	}
 	sfs__free_pages(n);
+	sfs__chunks_forget(fs, n);
 	free(n->alloc);
 	pthread_mutex_destroy(&n->wlock);
 	pthread_rwlock_destroy(&n->lock);
@@ -513,6 +514,7 @@ static void inode_delete(struct sfs *fs, struct sinode *n)
 			if (n->tenant >= 0)
 				fs->tenants[n->tenant].used_pages -= pages;
 			sfs__pin_locked(fs, n, pages, 0);
+			sfs__chunks_free_locked(fs, n, pages);
 		}
 		pthread_mutex_unlock(&fs->trans_lock);
 		n->size = 0;
@@ -910,6 +912,7 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 		if (n->tenant >= 0)
 			fs->tenants[n->tenant].used_pages -= cut;
 		sfs__pin_locked(fs, n, cut, 0);
+		sfs__chunks_free_locked(fs, n, cut);
 	}
 	pthread_mutex_unlock(&fs->trans_lock);
 	pthread_rwlock_unlock(&n->lock);

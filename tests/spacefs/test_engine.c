@@ -238,6 +238,53 @@ START_TEST(test_nowait_enospc)
 }
 END_TEST
 
+/*
+ * Space comes back (block groups): fill the file system with one file,
+ * delete it, commit, then create many small files.  The data pool had
+ * grown over the whole device; the commit returns its emptied chunks, so
+ * the metadata pool can grow again and no small file fails.
+ */
+START_TEST(test_space_comes_back)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[1 * MiB];
+	uint64_t off = 0, meta_before;
+	unsigned failed = 0;
+	ssize_t n;
+
+	setup(&t, 64 * MiB, 1 * MiB, 4 * MiB);
+	do_mount(&t);
+	meta_before = snap(t.fs, "meta_chunks");
+	f = create(t.fs, "/full");
+	while ((n = sfs_write(t.fs, f, buf, sizeof(buf), (off_t)off, false)) > 0)
+		off += (uint64_t)n;
+	ck_assert_int_eq(n, -ENOSPC);
+	sfs_release(t.fs, f);
+	ck_assert_uint_lt(snap(t.fs, "unallocated"), 16 * MiB);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/full"), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_gt(snap(t.fs, "chunks_returned"), 0);
+	ck_assert_uint_ge(snap(t.fs, "unallocated"), 32 * MiB);
+	for (unsigned i = 0; i < 3000; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/s%u", i);
+		if (sfs_create(t.fs, path, 0644, O_RDWR, &f)) {
+			failed++;
+			continue;
+		}
+		if (sfs_write(t.fs, f, buf, 4096, 0, false) != 4096)
+			failed++;
+		sfs_release(t.fs, f);
+	}
+	ck_assert_uint_eq(failed, 0);
+	/* The metadata pool did grow into the space that came back. */
+	ck_assert_uint_gt(snap(t.fs, "meta_chunks"), meta_before);
+	teardown(&t);
+}
+END_TEST
+
 START_TEST(test_nowait_edquot)
 {
 	struct tmpfs t;
@@ -581,6 +628,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_nowait_cache_full);
 	tcase_add_test(tc, test_nowait_enospc);
 	tcase_add_test(tc, test_nowait_edquot);
+	tcase_add_test(tc, test_space_comes_back);
 	tcase_add_test(tc, test_cow_pins);
 	tcase_add_test(tc, test_namespace_items);
 	tcase_add_test(tc, test_small_files_share_leaves);
