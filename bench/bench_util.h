@@ -15,6 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libspacersv/spacersv.h>
+
+/* --version: the program and the library it runs on. */
+static inline void bench_print_version(const char *prog)
+{
+	printf("%s (libspacersv) %s\n", prog, srsv_version());
+}
+
 static inline uint64_t bench_clock_ns(clockid_t clock)
 {
 	struct timespec ts;

@@ -41,6 +41,7 @@
  * to zero afterwards; a run that breaks either makes the bench exit 1.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -849,7 +850,8 @@ static int bench_overhead(uint64_t ops, unsigned runs)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bench_fastpath [--ops N] [--runs K] [--overhead]\n"
+		"usage: bench_fastpath [--ops N] [--runs K] [--overhead] "
+		"[--help] [--version]\n"
 		"  --ops N     pairs per thread and run (default %" PRIu64 ")\n"
 		"  --runs K    runs per variant, 1..%d; the median is "
 		"reported (default %d)\n"
@@ -862,24 +864,42 @@ int main(int argc, char **argv)
 	uint64_t ops = DEFAULT_OPS, runs = DEFAULT_RUNS;
 	bool overhead = false;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
-			if (!parse_u64(argv[++i], &ops) || ops == 0)
+	static const struct option opts[] = {
+		{ "ops", required_argument, NULL, 'o' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "overhead", no_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!parse_u64(optarg, &ops) || ops == 0)
 				goto bad;
-		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
-			if (!parse_u64(argv[++i], &runs) || runs == 0 ||
+			break;
+		case 'r':
+			if (!parse_u64(optarg, &runs) || runs == 0 ||
 			    runs > MAX_RUNS)
 				goto bad;
-		} else if (!strcmp(argv[i], "--overhead")) {
+			break;
+		case 'O':
 			overhead = true;
-		} else if (!strcmp(argv[i], "--help") ||
-			   !strcmp(argv[i], "-h")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else {
+		case 'V':
+			bench_print_version("bench_fastpath");
+			return 0;
+		default:
 			goto bad;
 		}
 	}
+	if (optind < argc)
+		goto bad;
 	return overhead ? bench_overhead(ops, (unsigned)runs) :
 			  bench_compare(ops, (unsigned)runs);
 bad:

@@ -51,6 +51,7 @@
  * began, or a writer run failed to verify its file.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -732,39 +733,60 @@ int main(int argc, char **argv)
 	bool have_a = false, have_b = false, valid = true;
 	char blocked[32], speedup[32], async_fig[64];
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] :
-						  NULL;
+	static const struct option opts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "writes", required_argument, NULL, 'w' },
+		{ "blocks", required_argument, NULL, 'b' },
+		{ "meta-mib", required_argument, NULL, 'm' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "kernel-nowait", required_argument, NULL, 'k' },
+		{ "cpu-cache-kib", required_argument, NULL, 'c' },
+		{ "part", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int opt;
 
-		if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		const char *val = optarg;
+
+		switch (opt) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (!val)
-			goto bad;
-		i++;
-		if (!strcmp(arg, "--seconds")) {
+		case 'V':
+			bench_print_version("bench_nowait");
+			return 0;
+		case 's':
 			if (!parse_u64(val, &seconds) || !seconds ||
 			    seconds > 3600)
 				goto bad;
-		} else if (!strcmp(arg, "--runs")) {
+			break;
+		case 'r':
 			if (!parse_u64(val, &runs) || !runs || runs > MAX_RUNS)
 				goto bad;
-		} else if (!strcmp(arg, "--writes")) {
+			break;
+		case 'w':
 			if (!parse_u64(val, &writes) || !writes ||
 			    writes > (UINT64_C(1) << 28))
 				goto bad;
-		} else if (!strcmp(arg, "--blocks")) {
+			break;
+		case 'b':
 			if (!parse_u64(val, &blocks) ||
 			    blocks > (UINT64_C(1) << 28))
 				goto bad;
-		} else if (!strcmp(arg, "--meta-mib")) {
+			break;
+		case 'm':
 			if (!parse_u64(val, &meta_mib) || !meta_mib ||
 			    meta_mib > (UINT64_C(1) << 30))
 				goto bad;
-		} else if (!strcmp(arg, "--dir")) {
+			break;
+		case 'd':
 			dir = val;
-		} else if (!strcmp(arg, "--kernel-nowait")) {
+			break;
+		case 'k':
 			if (!strcmp(val, "auto"))
 				knw = 0;
 			else if (!strcmp(val, "on"))
@@ -773,17 +795,22 @@ int main(int argc, char **argv)
 				knw = 2;
 			else
 				goto bad;
-		} else if (!strcmp(arg, "--cpu-cache-kib")) {
+			break;
+		case 'c':
 			if (!parse_u64(val, &cache_kib) || cache_kib > MIB)
 				goto bad;
-		} else if (!strcmp(arg, "--part")) {
+			break;
+		case 'p':
 			if (strcmp(val, "a") && strcmp(val, "b"))
 				goto bad;
 			part = val;
-		} else {
+			break;
+		default:
 			goto bad;
 		}
 	}
+	if (optind < argc)
+		goto bad;
 
 	if (!blocks)
 		blocks = writes;

@@ -27,6 +27,7 @@
  * contended.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -306,7 +307,7 @@ static int create_ctx(struct bench *b)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bench_rsv [--ops N] [--runs K]\n"
+		"usage: bench_rsv [--ops N] [--runs K] [--help] [--version]\n"
 		"  --ops N   16 KiB operations per thread and run "
 		"(default %" PRIu64 ")\n"
 		"  --runs K  runs per variant, 1..%d; the median is reported "
@@ -321,23 +322,39 @@ int main(int argc, char **argv)
 	int ret;
 
 	b.ops = DEFAULT_OPS;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
-			if (!parse_u64(argv[++i], &b.ops) || b.ops == 0 ||
+	static const struct option opts[] = {
+		{ "ops", required_argument, NULL, 'o' },
+		{ "runs", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!parse_u64(optarg, &b.ops) || b.ops == 0 ||
 			    b.ops > MAX_OPS)
 				goto bad;
-		} else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
-			if (!parse_u64(argv[++i], &runs) || runs == 0 ||
+			break;
+		case 'r':
+			if (!parse_u64(optarg, &runs) || runs == 0 ||
 			    runs > MAX_RUNS)
 				goto bad;
-		} else if (!strcmp(argv[i], "--help") ||
-			   !strcmp(argv[i], "-h")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else {
+		case 'V':
+			bench_print_version("bench_rsv");
+			return 0;
+		default:
 			goto bad;
 		}
 	}
+	if (optind < argc)
+		goto bad;
 
 	ret = create_ctx(&b);
 	if (ret) {

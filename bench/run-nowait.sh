@@ -19,6 +19,15 @@
 # script detaches only the loop device it attached and removes its image.
 set -eu
 
+case ${1:-} in
+-h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run-nowait.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../meson.build"
+	exit 0 ;;
+-*) echo "usage: $0 BUILD_DIR [--btrfs] [bench options...]" >&2; exit 2 ;;
+esac
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [--btrfs] [bench options...]" >&2; exit 2; }
 build=${1:?usage: $0 BUILD_DIR [--btrfs] [bench options...]}
 shift
 btrfs=0

@@ -24,6 +24,15 @@
 # Last line: summary: provider_absent_ratio=A provider_loaded_ratio=L
 set -eu
 
+case ${1:-} in
+-h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run-tracing-cost.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../meson.build"
+	exit 0 ;;
+-*) echo "usage: $0 BUILD_DIR [bench_fastpath options...]" >&2; exit 2 ;;
+esac
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [bench_fastpath options...]" >&2; exit 2; }
 build=${1:?usage: $0 BUILD_DIR [bench_fastpath options...]}
 shift
 bench="$build/bench/bench_fastpath"

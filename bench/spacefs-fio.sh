@@ -32,6 +32,14 @@
 # the randwrite median bandwidth with preemptive flushing over without.
 set -u
 
+case ${1:-} in
+-h|--help) sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/spacefs-fio.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../meson.build"
+	exit 0 ;;
+-*) echo "usage: $0 [BUILD_DIR]" >&2; exit 2 ;;
+esac
 BUILD=${1:-build}
 SPACEFS=${SPACEFS:-$BUILD/examples/spacefs/spacefs}
 BASE=${SPACEFS_BENCH_DIR:-/tmp}

@@ -1869,7 +1869,7 @@ int main(int argc, char **argv)
 		OPT_REF,
 		OPT_JIFFY, OPT_POOL, OPT_OTHER, OPT_FS, OPT_EXT, OPT_GLOBAL,
 		OPT_ITEM, OPT_HEAD, OPT_SEED, OPT_NO_THROTTLE, OPT_DIRTY_LIMIT,
-		OPT_DIRTY_BG, OPT_HELP,
+		OPT_DIRTY_BG, OPT_HELP, OPT_VERSION,
 	};
 	static const struct option opts[] = {
 		{ "duration-ms", required_argument, NULL, OPT_DURATION },
@@ -1900,6 +1900,7 @@ int main(int argc, char **argv)
 		{ "dirty-limit-kib", required_argument, NULL, OPT_DIRTY_LIMIT },
 		{ "dirty-bg-pct", required_argument, NULL, OPT_DIRTY_BG },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct result res[WL_COUNT][MODE_COUNT][64];
@@ -1945,8 +1946,15 @@ int main(int argc, char **argv)
 			break;
 		case OPT_DIRTY_BG: p.dirty_bg_pct = (unsigned)v; break;
 		case OPT_HELP: usage(stdout); return 0;
+		case OPT_VERSION:
+			printf("bench_stall (libspacersv) %s\n", srsv_version());
+			return 0;
 		default: usage(stderr); return 2;
 		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
 	}
 	p.inode_item_bytes = p.head_bytes;
 	if (!p.writers || p.writers > MAX_WRITERS || !p.runs || p.runs > 64 ||

@@ -33,6 +33,7 @@
  * directory), never into the source tree.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -224,6 +225,21 @@ static void default_csv(char *buf, size_t len)
 	snprintf(buf, len, "%s/bench_zoned.csv", exe);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bench_zoned [--zones N] [--zone-mib N] [--extent-kib N]\n"
+		"                   [--batches N] [--csv FILE] [--clock wall|cpu]\n"
+		"                   [--help] [--version]\n"
+		"  --zones N        zones of the simulated device (default 80000)\n"
+		"  --zone-mib N     zone size (default 256)\n"
+		"  --extent-kib N   allocation size (default 1024)\n"
+		"  --batches N      timed batches per fill level (default 15)\n"
+		"  --csv FILE       where the curve goes (default: next to the "
+		"program)\n"
+		"  --clock wall|cpu the batches' clock (default cpu)\n");
+}
+
 static uint64_t parse_u64(const char *s, const char *what)
 {
 	char *end;
@@ -251,32 +267,60 @@ int main(int argc, char **argv)
 	int ret;
 
 	default_csv(csv_path, sizeof(csv_path));
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	static const struct option opts[] = {
+		{ "zones", required_argument, NULL, 'z' },
+		{ "zone-mib", required_argument, NULL, 'm' },
+		{ "extent-kib", required_argument, NULL, 'e' },
+		{ "batches", required_argument, NULL, 'b' },
+		{ "csv", required_argument, NULL, 'c' },
+		{ "clock", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
 
-		if (!v) {
-			fprintf(stderr, "bench_zoned: %s needs a value\n", a);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'z':
+			zones = parse_u64(optarg, "--zones");
+			break;
+		case 'm':
+			zone_mib = parse_u64(optarg, "--zone-mib");
+			break;
+		case 'e':
+			extent_kib = parse_u64(optarg, "--extent-kib");
+			break;
+		case 'b':
+			batches = (unsigned)parse_u64(optarg, "--batches");
+			break;
+		case 'c':
+			snprintf(csv_path, sizeof(csv_path), "%s", optarg);
+			break;
+		case 'k':
+			if (!strcmp(optarg, "wall"))
+				batch_clock = CLOCK_MONOTONIC;
+			else if (!strcmp(optarg, "cpu"))
+				batch_clock = CLOCK_THREAD_CPUTIME_ID;
+			else {
+				usage(stderr);
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("bench_zoned (libspacersv) %s\n", srsv_version());
+			return 0;
+		default:
+			usage(stderr);
 			return 2;
 		}
-		if (!strcmp(a, "--zones"))
-			zones = parse_u64(v, a);
-		else if (!strcmp(a, "--zone-mib"))
-			zone_mib = parse_u64(v, a);
-		else if (!strcmp(a, "--extent-kib"))
-			extent_kib = parse_u64(v, a);
-		else if (!strcmp(a, "--batches"))
-			batches = (unsigned)parse_u64(v, a);
-		else if (!strcmp(a, "--csv"))
-			snprintf(csv_path, sizeof(csv_path), "%s", v);
-		else if (!strcmp(a, "--clock") && !strcmp(v, "wall"))
-			batch_clock = CLOCK_MONOTONIC;
-		else if (!strcmp(a, "--clock") && !strcmp(v, "cpu"))
-			batch_clock = CLOCK_THREAD_CPUTIME_ID;
-		else {
-			fprintf(stderr, "bench_zoned: unknown option %s\n", a);
-			return 2;
-		}
-		i++;
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
 	}
 	if (batches > MAX_BATCHES)
 		batches = MAX_BATCHES;

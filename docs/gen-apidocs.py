@@ -20,6 +20,8 @@ import sys
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s (libspacersv)")
     ap.add_argument("--doxygen", required=True, help="the doxygen program")
     ap.add_argument("--doxyfile", required=True, help="the configured Doxyfile")
     ap.add_argument("--outdir", required=True,

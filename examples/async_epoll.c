@@ -31,6 +31,7 @@
  * Exit status: 0 when every check passed, 1 otherwise.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -202,26 +203,47 @@ int main(int argc, char **argv)
 	unsigned open_clients;
 	int ep, ret, bad = 0;
 
-	for (int i = 1; i < argc; i++) {
+	static const struct option opts[] = {
+		{ "clients", required_argument, NULL, 'c' },
+		{ "requests", required_argument, NULL, 'r' },
+		{ "bytes", required_argument, NULL, 'b' },
+		{ "pool-kib", required_argument, NULL, 'p' },
+		{ "flush-us", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char usage[] = "usage: async_epoll [--clients N] "
+		"[--requests N] [--bytes N] [--pool-kib N] [--flush-us N]\n"
+		"                   [--help] [--version]\n";
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		unsigned long *v = NULL;
 
-		if (!strcmp(argv[i], "--clients"))
-			v = &clients;
-		else if (!strcmp(argv[i], "--requests"))
-			v = &requests;
-		else if (!strcmp(argv[i], "--bytes"))
-			v = &bytes;
-		else if (!strcmp(argv[i], "--pool-kib"))
-			v = &pool_kib;
-		else if (!strcmp(argv[i], "--flush-us"))
-			v = &flush_us;
-		if (!v || i + 1 >= argc || parse(argv[++i], v) ||
-		    (v != &flush_us && !*v)) {
-			fprintf(stderr, "usage: async_epoll [--clients N] "
-				"[--requests N] [--bytes N] [--pool-kib N] "
-				"[--flush-us N]\n");
-			return 1;
+		switch (c) {
+		case 'c': v = &clients; break;
+		case 'r': v = &requests; break;
+		case 'b': v = &bytes; break;
+		case 'p': v = &pool_kib; break;
+		case 'f': v = &flush_us; break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case 'V':
+			printf("async_epoll (libspacersv) %s\n", srsv_version());
+			return 0;
+		default:
+			break;
 		}
+		if (!v || parse(optarg, v) || (v != &flush_us && !*v)) {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fputs(usage, stderr);
+		return 2;
 	}
 	if (clients > MAX_CLIENTS || flush_us > 1000000 ||
 	    bytes > pool_kib * 1024) {

@@ -898,6 +898,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'r' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	double seconds = 4.0;
@@ -936,6 +937,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("%s (libspacersv) %s\n", "engine_demo", srsv_version());
 			return 0;
 		default:
 			usage(stderr);

@@ -9,11 +9,14 @@
  * library calls the COMMIT_TRANS state of our callback.
  *
  * Build: cc minimal.c $(pkg-config --cflags --libs libspacersv)
+ * Run: ./minimal (it takes no arguments but --help and --version)
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libspacersv/spacersv.h>
@@ -41,7 +44,33 @@ static int flush(struct srsv_space *space, enum srsv_flush_state state,
 }
 /* README end */
 
-int main(void)
+/* The command line: --help and --version only; anything else exits 2. */
+static void parse_args(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c = getopt_long(argc, argv, "h", opts, NULL);
+
+	if (c == 'h') {
+		puts("usage: minimal [--help] [--version]\n"
+		     "Reserves, allocates and pins metadata blocks until a pool "
+		     "of 8 MiB has\nserved 2000 writes; prints its counters.");
+		exit(0);
+	}
+	if (c == 'V') {
+		printf("minimal (libspacersv) %s\n", srsv_version());
+		exit(0);
+	}
+	if (c != -1 || optind < argc) {
+		fputs("usage: minimal [--help] [--version]\n", stderr);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
 {
 	struct srsv_config cfg;
 	struct srsv_ctx *ctx;
@@ -49,6 +78,7 @@ int main(void)
 	struct srsv_space_info info;
 	int i, ret = 0;
 
+	parse_args(argc, argv);
 	/* README begin */
 	if (srsv_config_init(&cfg))
 		return 1;

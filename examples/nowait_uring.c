@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 		{ "blocking", no_argument, NULL, 'B' },
 		{ "wait-eventfd", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct nu_config cfg;
@@ -141,6 +142,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("%s (libspacersv) %s\n", "nowait_uring", srsv_version());
+			return 0;
 		default:
 			goto bad;
 		}
@@ -195,5 +199,5 @@ int main(int argc, char **argv)
 	return 0;
 bad:
 	usage(stderr);
-	return 1;
+	return 2;
 }

@@ -14,6 +14,14 @@
 # Exit status: libFuzzer's (0 when nothing was found).
 set -eu
 
+case ${1:-} in
+-h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run-fuzz.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+-*) echo "usage: $0 FUZZ_BINARY [SECONDS] [libFuzzer args...]" >&2; exit 2 ;;
+esac
 if [ $# -lt 1 ]; then
 	echo "usage: $0 FUZZ_BINARY [SECONDS] [libFuzzer args...]" >&2
 	exit 2
