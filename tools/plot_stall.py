@@ -107,7 +107,9 @@ def load_dir(csv_dir, workload, lo, hi, writers, smooth):
 
 
 def draw_column(axes, data, workload, title, item):
+    """Draw one result directory; return the counters' legend entries."""
     modes = [m for m in MODES if m in data]
+    legend = ([], [])
     ymax = max(max(d["total"]) - min(d["used"]) for d in data.values()) / MIB
     kmax = max(max(d["kops"]) for d in data.values()) * 1.05
     for ax, m in zip(axes, modes):
@@ -139,19 +141,20 @@ def draw_column(axes, data, workload, title, item):
         head = f"{title}\n" if title and m == modes[0] else ""
         ax.set_title(f"{head}{workload}: {LABELS[m]} "
                      f"({total_ops / secs / 1000:.1f} k writes/s in window)",
-                     fontsize=9)
+                     fontsize=10)
         ax2 = ax.twinx()
         ax2.plot(t, d["kops"], color="tab:green", lw=0.9,
                  label="writes/s (k)")
         ax2.set_ylim(0, kmax)
         ax2.set_ylabel("k writes/s", color="tab:green")
         if m == modes[0]:
+            # One legend for the figure, above the panels (main()): a
+            # legend inside a panel covers its lines.
             h1, l1 = ax.get_legend_handles_labels()
             h2, l2 = ax2.get_legend_handles_labels()
             h1.append(Patch(color="tab:red", alpha=0.12))
             l1.append("tickets queued")
-            ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize=6,
-                      ncol=3)
+            legend = (h1 + h2, l1 + l2)
     # A column with fewer modes than the others leaves empty mode rows:
     # the share and clamp panels stay on the last two rows.
     for ax in axes[len(modes):-2]:
@@ -171,16 +174,21 @@ def draw_column(axes, data, workload, title, item):
     axs.set_ylim(0, 105)
     axs.set_ylabel("% of writer time")
     if axs.lines:
-        axs.legend(loc="upper right", fontsize=6, ncol=3)
+        axs.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0),
+                   borderaxespad=0, fontsize=8)
     axc = axes[-1]
     # Tickets-only never flushes preemptively: its clamp means nothing.
     for m in (m for m in modes if m != "tickets"):
         axc.step(data[m]["t_ms"], data[m]["clamp"], where="post",
                  label=LABELS[m])
-    axc.set_ylim(0, 9)
+    # The clamp is an integer, 1..8.
+    axc.set_ylim(0.5, 8.5)
+    axc.set_yticks(range(1, 9))
     axc.set_ylabel("clamp")
     axc.set_xlabel("time (ms)")
-    axc.legend(loc="lower right", fontsize=6)
+    axc.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0),
+               borderaxespad=0, fontsize=8)
+    return legend
 
 
 def import_matplotlib():
@@ -229,13 +237,19 @@ def main():
                for d in args.csv_dirs]
     rows = max(len(c) for c in columns) + 2
     fig, axes = plt.subplots(rows, len(columns), sharex="col", squeeze=False,
-                             figsize=(9 * len(columns), 2.5 * rows),
+                             figsize=(10 * len(columns), 2.7 * rows),
                              gridspec_kw={"height_ratios":
                                           [3] * (rows - 2) + [1.6, 1.2]})
     for col, (data, title) in enumerate(zip(columns, titles)):
-        draw_column([axes[r][col] for r in range(rows)], data,
-                    args.workload, title, args.item_kib * 1024)
-    fig.tight_layout()
+        handles, labels = draw_column([axes[r][col] for r in range(rows)],
+                                      data, args.workload, title,
+                                      args.item_kib * 1024)
+    ncol = min(len(labels), 4 * len(columns))
+    legend_rows = -(-len(labels) // max(ncol, 1))
+    fig.legend(handles, labels, loc="upper center", ncol=ncol,
+               fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.1 + 0.25 * legend_rows) /
+                           fig.get_figheight()))
     fig.savefig(args.output, dpi=100)
     print(f"plot_stall: wrote {args.output}")
 
