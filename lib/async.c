@@ -475,7 +475,7 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 SRSV__EXPORT int srsv_async_reap(struct srsv_async *q,
 				 struct srsv_ticket **done, unsigned max)
 {
-	struct srsv__ticket *batch, *rev = NULL, **tail;
+	struct srsv__ticket *batch, *rev = NULL;
 	uint64_t count;
 	int n = 0;
 
@@ -498,10 +498,15 @@ SRSV__EXPORT int srsv_async_reap(struct srsv_async *q,
 		rev = batch;
 		batch = next;
 	}
-	for (tail = &q->local; *tail;
-	     tail = (struct srsv__ticket **)(void *)&(*tail)->node.next)
-		;
-	*tail = rev;
+	if (!q->local) {
+		q->local = rev;
+	} else {
+		struct srsv__ticket *last = q->local;
+
+		while (last->node.next)
+			last = (struct srsv__ticket *)(void *)last->node.next;
+		last->node.next = (struct srsv__list *)(void *)rev;
+	}
 
 	while (q->local && (!done || (unsigned)n < max)) {
 		struct srsv__ticket *t = q->local;
