@@ -29,13 +29,13 @@
  *     handed to the worker thread, which reserves in blocking mode and
  *     pwrite()s: io_uring before NOWAIT support), plus "psync" (reserve
  *     NOWAIT and pwrite() in the submitter, fio's psync column of the
- *     seed) for reference.  --runs rounds, the order of the variants
+ *     series) for reference.  --runs rounds, the order of the variants
  *     reversed every other round; figures are medians.  The file is
  *     preallocated, one block per write, as fio lays out its file.  The
  *     pools are roomy by default (metadata for four times every write's
  *     reservation, data for every write), so that the library never makes
  *     a write punt or wait and no writeback runs during the timed part:
- *     the experiment measures the hand-off, as the seed did (--meta-mib
+ *     the experiment measures the hand-off, as the series did (--meta-mib
  *     makes the METADATA pool tight).  inline_speedup = punted time /
  *     inline time.  The series measured 55k -> 134k IOPS (2.4x) on btrfs.
  *     On a file system that refuses buffered NOWAIT writes (ext4, tmpfs)

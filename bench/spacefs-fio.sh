@@ -17,7 +17,7 @@
 #   randwrite   the preemptive-flushing series' job: 4 jobs, 4 KiB random writes, sync engine, buffered,
 #               ramp 2 s + 10 s; 4 x 128 MiB files (laid out once, 1 MiB
 #               writes) through a 16 MiB cache: the cache is 1/32 of the
-#               working set, as the seed's job is twice the RAM
+#               working set, as the series' job is twice the RAM
 #   randrw      the nowait direct-I/O series' job: randrw with its bssplit, io_uring, iodepth 64,
 #               4 jobs on one 256 MiB file, buffered here (direct=0), 5 s
 #   seq-psync   the async buffered-write series' job: sequential 4 KiB writes, psync, iodepth 1, 4 s

@@ -17,7 +17,7 @@
  *   with the global reservation filled at creation.  Nothing is left
  *   unallocated on the device, so the pool cannot grow (ALLOC_CHUNK answers
  *   -ENOSPC) and metadata overcommit has nothing to count on: the pool is
- *   the bottleneck, as in the seed's fio job.
+ *   the bottleneck, as in the series' fio job.
  * - Buffered workload: --writers threads each write random 4 KiB pages of
  *   their own file (fio --rw=randwrite --bs=4k --numjobs=4).  A write costs
  *   --write-us of writer time and reserves one item's worth of metadata
@@ -68,7 +68,7 @@
  *   fill the pool.  So when nothing flushes early (pinned space grows
  *   until the timer commits, delayed refs pile up until tickets run them)
  *   the pool fills before the dirty limit is reached and writers wait on
- *   tickets, as in the seed (its 4 KiB random writes reserve 64x their
+ *   tickets, as in the series (its 4 KiB random writes reserve 64x their
  *   size in metadata, and a machine's dirty limits are far above what its
  *   metadata pool can back); when flushing keeps the pool in shape, the
  *   dirty pages have room up to the limit and the throttle, not the
@@ -77,7 +77,7 @@
  *   device synchronously, complete at once (COW, refs, release): no delalloc.
  *   Its reservations are short-lived; what fills its pool is pinned space
  *   and delayed refs, so it measures what preemptive commits cost (Nikolay
- *   measured -7% on DIO with the seed's series).
+ *   measured -7% on DIO with the series' series).
  *
  * Time is modelled, not burnt: the writers' CPU work and every device or
  * flush cost are absolute-deadline sleeps, so the results depend little on
@@ -438,7 +438,7 @@ static uint64_t pass_refs_bytes(const struct params *p)
  * has queued its delayed refs.  Then, when nothing flushes early (pinned
  * space grows until the timer commits, delayed refs pile up until tickets
  * run them), the pool fills before the dirty limit is reached and writers
- * wait on tickets, as in the seed; when the pool is kept in shape, dirty
+ * wait on tickets, as in the series; when the pool is kept in shape, dirty
  * pages have room up to the limit and the throttle paces the writers.
  *
  * Without the refs' share (the default until 2026-11-29) the pool is
@@ -1817,7 +1817,7 @@ int main(int argc, char **argv)
 	 * - fs tree 4096 leaves (64 MiB), extent tree 2048 (32 MiB): a
 	 *   transaction that touches every leaf pins 96 MiB, more than half
 	 *   the free space, so pinned space matters and commits are needed,
-	 *   as in the seed.
+	 *   as in the series.
 	 * - 20 µs of writer time per 4 KiB buffered write: btrfs's buffered
 	 *   write path (copy, extent state, reservation), ~50k writes/s per
 	 *   thread, 4x what the device below can write back.

@@ -7,7 +7,7 @@
  *
  * With tickets alone, nothing is flushed until a writer cannot reserve.
  * Writers then run up to the limit, all stop while the flusher works, run
- * again: a sawtooth (the seed measured 13.4 MiB/s; flushing early in the
+ * again: a sawtooth (the series measured 13.4 MiB/s; flushing early in the
  * background gave 18.0 MiB/s).  So after every successful metadata
  * reservation the reserve path asks need_preemptive_reclaim(); when it says
  * yes and the preemptive worker is idle, the worker is queued.  The worker
@@ -246,7 +246,7 @@ void srsv__note_commit_time(struct srsv_space *s, uint64_t ns)
  * A commit is the dearest flush (it writes out the whole transaction) and
  * the only one that frees pinned space.  Upstream commits whenever pinned
  * space outweighs the deferred-work reserves: at a high clamp a commit
- * every few tens of milliseconds (the seed's 7% direct-I/O regression,
+ * every few tens of milliseconds (the series' 7% direct-I/O regression,
  * "more commits").  Ours asks two questions.  Pool lock held.
  *
  * 1. Is pinned space large: at least half the free space, where it alone
@@ -327,7 +327,7 @@ int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
 	 * when it outweighs all the other pools together.  Upstream leaves
 	 * pinned space out of "the other pools" and so never commits while
 	 * dirty data outweighs the deferred-work reserves, even when pinned
-	 * space is the bulk of what could be reclaimed; the seed's stated
+	 * space is the bulk of what could be reclaimed; the series' stated
 	 * rule is "flush whichever pool has the highest usage", and a small
 	 * pool full of pinned bytes otherwise flushes dirty data for ever
 	 * while only a commit would help.  So pinned counts here, when a
