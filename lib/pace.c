@@ -39,11 +39,16 @@
  * to full, 0 at full.  The reclaim bandwidth is measured, not tuned: over
  * windows of 10 ms, bytes charged minus the growth of reclaimable space
  * is what reclaim gave back; averaged with weight 1/4 (Linux's write
- * bandwidth estimate has the same weight).  At the setpoint the writers
- * are admitted exactly as fast as reclaim frees; past it slower, before
- * it faster, so the fill settles where admission equals reclaim, whatever
- * the error of the estimate (pos_ratio is the feedback that RocksDB's
- * 0.8/1.25 steps approximate, applied continuously).
+ * bandwidth estimate has the same weight).  Below the setpoint a window
+ * may raise the estimate but not lower it: there reclaim is not the
+ * bottleneck, and what it gave back measures the writers' demand, not
+ * what it can do (Linux measures the device while writeback runs; we only
+ * see what reclaim returned, and an estimate that followed the demand
+ * down would hold the writers at whatever rate they happened to have).
+ * At the setpoint the writers are admitted exactly as fast as reclaim
+ * frees; past it slower, before it faster, so the fill settles at the
+ * setpoint, whatever the error of the estimate (pos_ratio is the feedback
+ * that RocksDB's 0.8/1.25 steps approximate, applied continuously).
  *
  * HOW IT JOINS THE TICKETS AND THE PREEMPTIVE FLUSHER
  *
@@ -56,8 +61,10 @@
  *   reservation books bytes / rate on it, behind the slots booked before
  *   it, so N writers together get the rate, not N times it, in the order
  *   they were charged; a late wake-up of one thread does not shift the
- *   others.  Idle time is not banked: after a quiet spell the clock
- *   restarts at the present.
+ *   others.  Idle time is banked for at most 1 ms: slots that late
+ *   wake-ups of a loaded machine missed can still be used (without it the
+ *   writers fell short of the rate and the estimate followed them down),
+ *   but after a quiet spell the clock restarts 1 ms before the present.
  * - The preemptive flusher is kicked by the same reservation before the
  *   writer sleeps (srsv__maybe_queue_preempt() runs first), and a sleeping
  *   writer re-reads the fill every millisecond: once flushing brings it
@@ -100,6 +107,7 @@
 #define SRSV__PACE_WINDOW_NS (10ull * 1000 * 1000)
 #define SRSV__PACE_CHUNK_NS (1000ull * 1000)
 #define SRSV__PACE_DEFAULT_MAX_NS (10ull * 1000 * 1000)
+#define SRSV__PACE_BANK_NS (1000ull * 1000)
 
 volatile AO_t srsv__pace_clock;
 volatile AO_t srsv__pace_sleep;
@@ -193,7 +201,8 @@ static double pos_ratio(const struct srsv__pace *p, uint64_t fill)
  * Once per window, by one thread: what reclaim gave back since the last
  * sample is what was charged less what reclaimable space grew by.
  */
-static void sample_bw(struct srsv__pace *p, uint64_t now, uint64_t held)
+static void sample_bw(struct srsv__pace *p, uint64_t now, uint64_t held,
+		      uint64_t fill)
 {
 	AO_t mark = AO_load_acquire(&p->sampling);
 	uint64_t charged, dt, bw, rate;
@@ -210,7 +219,18 @@ static void sample_bw(struct srsv__pace *p, uint64_t now, uint64_t held)
 			(double)p->mark_held - (double)held;
 		rate = freed > 0 ? (uint64_t)(freed * 1e9 / (double)dt) : 0;
 		bw = srsv__ld(&p->bw);
-		srsv__st(&p->bw, bw ? (3 * bw + rate) / 4 : rate);
+		/*
+		 * Below the setpoint reclaim is not the bottleneck: what it
+		 * gave back measures the demand, not what it can do, so it
+		 * may raise the estimate but not lower it.  (Linux measures
+		 * the device's write bandwidth while writeback runs; we can
+		 * only see what reclaim returned.)
+		 */
+		if (!bw)
+			bw = rate;
+		else if (rate > bw || fill >= p->setpoint_pm)
+			bw = (3 * bw + rate) / 4;
+		srsv__st(&p->bw, bw);
 	}
 	p->mark_ns = now;
 	p->mark_charged = charged;
@@ -238,12 +258,14 @@ static uint64_t book_slot(struct srsv__pace *p, uint64_t now, uint64_t cost)
 
 	do {
 		old = AO_load(&p->next_ns);
-		base = srsv__max((uint64_t)old, now);
+		/* Up to SRSV__PACE_BANK_NS of slots missed by late wake-ups
+		 * may still be used (see "The slot clock" above). */
+		base = srsv__max((uint64_t)old, now - SRSV__PACE_BANK_NS);
 		/* A collapsed estimate must not book the far future: the
 		 * clock never runs more than one longest delay ahead. */
 		next = (AO_t)srsv__min(base + cost, now + p->max_delay_ns);
 	} while (!AO_compare_and_swap_full(&p->next_ns, old, next));
-	return srsv__min(base - now, p->max_delay_ns);
+	return base > now ? srsv__min(base - now, p->max_delay_ns) : 0;
 }
 
 uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
@@ -261,7 +283,7 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 		return 0;
 	now = pace_now();
 	fill = fill_pm(s, &held);
-	sample_bw(p, now, held);
+	sample_bw(p, now, held, fill);
 	if (fill < p->freerun_pm)
 		return 0;
 	bw = srsv__ld(&p->bw);
