@@ -49,30 +49,20 @@
  *   there, scaled to 1 s for 4 s runs; a commit from a flusher restarts the
  *   clock, as there): without it a tickets-only run may never commit,
  *   since the ticket walk restarts at its first state on any progress.
- * - Dirty throttle (the default; --no-dirty-throttle turns it off): a
- *   simplified balance_dirty_pages().  "Dirty" is dirty plus under-writeback
- *   pages, as Linux counts it.  Above the background threshold (half the
- *   limit: Linux's dirty_background_ratio 10 / dirty_ratio 20) a background
- *   flusher thread (the kernel's wb_workfn) writes dirty pages back until
- *   dirty drops below it, outside the reservation machinery.  Above the
- *   freerun point, (limit + bg) / 2, each writer pauses after its writes so
- *   that together the writers dirty pages at pos_ratio x the measured
- *   writeback bandwidth, pos_ratio being Linux's cubic: 2 at freerun, 1 at
- *   the setpoint (freerun + limit) / 2, 0 at the limit.  Pauses are at least
- *   a jiffy and at most the time to write an eighth of the dirty pages
- *   (wb_max_pause(), under MAX_PAUSE = 200 ms).  Time paused is "throttled",
- *   counted apart from time blocked in a reservation.  The limit defaults to
- *   what the free metadata space leaves for dirty pages' reservations once
- *   a transaction has copied (and pinned) every tree block: the dirty
- *   pages' reservations at the limit plus the most a transaction can pin
- *   fill the pool.  So when nothing flushes early (pinned space grows
- *   until the timer commits, delayed refs pile up until tickets run them)
- *   the pool fills before the dirty limit is reached and writers wait on
- *   tickets, as in the series (its 4 KiB random writes reserve 64x their
- *   size in metadata, and a machine's dirty limits are far above what its
- *   metadata pool can back); when flushing keeps the pool in shape, the
- *   dirty pages have room up to the limit and the throttle, not the
- *   tickets, paces the writers to the device.
+ * - Background writeback (--no-bg-writeback turns it off): above a
+ *   threshold of dirty pages (half of a "dirty limit", Linux's
+ *   dirty_background_ratio 10 / dirty_ratio 20; the limit defaults to what
+ *   the free metadata leaves for dirty pages' reservations once a
+ *   transaction has copied every tree block and one writeback pass has
+ *   queued its refs), a flusher thread (the kernel's wb_workfn) writes
+ *   dirty pages back outside the reservation machinery.  It is part of the
+ *   engine, the same under every policy.  There is no hand-written dirty
+ *   throttle any more: what slows the writers is the policy under test.
+ * - Workloads: "buffered" (above), "steady" (the same writers asking for
+ *   --steady-pct of the device's rate: a fixed high clamp flushes more
+ *   than needed there), "abusive" (--abusive-writers writers reserving
+ *   --abusive-item-kib per write, in --burst-ms bursts: more than clamp 1
+ *   keeps up with) and "dio" (below).
  * - Direct-I/O workload: reserve the same metadata, write the page on the
  *   device synchronously, complete at once (COW, refs, release): no delalloc.
  *   Its reservations are short-lived; what fills its pool is pinned space
@@ -87,16 +77,32 @@
  * be late).  On a heavily loaded machine, wake-up delays of tens of ms
  * still show up as gaps in the timeline.
  *
- * Modes: "tickets" (SRSV_CTX_NO_PREEMPT: only ticketed flushing),
- * "clamp1" (SRSV_CTX_FIXED_CLAMP: preemptive flushing with the clamp held
- * at 1), "adaptive" (the default library).
- * Each mode runs --runs times per workload; figures are medians.  The
- * timeline of the median run (every --sample-ms) goes to
+ * Policies (modes), all over the same engine and device: "tickets" (btrfs
+ * before the preemptive flushing series: SRSV_CTX_NO_PREEMPT), "clamp1" /
+ * "clamp8" (preemptive flushing, clamp held: SRSV_CTX_FIXED_CLAMP and
+ * fixed_clamp), "adaptive" (the default library), "pace" (adaptive plus
+ * the library's pacing, pace_start_pct), "wbm" (adaptive plus RocksDB's
+ * WriteBufferManager stall: stop at buffer_size, wake every stalled writer
+ * at once) and "wc" (adaptive plus RocksDB's WriteController: a token
+ * bucket refilled every millisecond at a delayed write rate that
+ * SetupDelay() adapts by 0.8 / 1.25 / 0.6 / 1.4, and a stop condition).
+ * A write's latency is everything it waited before it could dirty its
+ * page: the peer's stall or delay, the reservation, the library's pacing.
+ * Each workload runs the policies its figures need (default_modes[]).
+ * The runs are made in rounds, every policy once per round, in reverse
+ * order every other round; figures are medians over the rounds, printed
+ * with their spread, and every ratio also as the spread of its per-round
+ * values.  The timeline of the median run (every --sample-ms) goes to
  * <csv-dir>/stall-<workload>-<mode>.csv for tools/plot_stall.py.
  *
  * Last line: summary: throughput_ratio=A p99_ratio=B commit_ratio=C
  * dio_ratio=D (adaptive over tickets; A, B, C from the buffered workload,
- * D the direct-I/O throughput ratio).
+ * D the direct-I/O throughput ratio) pace_p99_vs_wc, pace_p99_vs_tickets,
+ * pace_tput_vs_best (the best of tickets, wbm and wc), max_stall_ms (the
+ * longest single wait of a paced write), clamp_abusive_gain and
+ * clamp_abusive_p99 (adaptive over clamp1, abusive), clamp_steady_tput
+ * (adaptive over clamp1, steady) and clamp_steady_flush_vs_c8 (flush
+ * callback calls, adaptive over clamp8, steady).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -140,26 +146,38 @@
  * sleeping per write (a few µs) would measure the timer, not the model.
  */
 #define PACE_SLACK_NS (100 * NSEC_PER_USEC)
-/*
- * Bandwidth estimation period of the dirty throttle.  Linux re-estimates
- * every 200 ms (BANDWIDTH_INTERVAL) on devices whose dirty limit takes
- * seconds to write; here the limit drains in ~10 ms, so 20 ms, averaged
- * with weight 1/4 (a memory of ~80 ms, where Linux averages over ~3 s).
- */
-#define BW_INTERVAL_NS (20 * NSEC_PER_MSEC)
-/* Linux's MAX_PAUSE (HZ / 5): no throttle pause is ever longer. */
-#define MAX_PAUSE_NS (200 * NSEC_PER_MSEC)
 /* How long main waits for writers blocked in a ticket once told to stop
  * before it shuts the ctx down (a writer stuck longer is a core bug). */
 #define STOP_GRACE_NS (5 * NSEC_PER_SEC)
 
-enum workload { WL_BUFFERED = 0, WL_DIO = 1, WL_COUNT = 2 };
-static const char *const workload_names[WL_COUNT] = { "buffered", "dio" };
+enum workload { WL_BUFFERED = 0, WL_STEADY, WL_ABUSIVE, WL_DIO, WL_COUNT };
+static const char *const workload_names[WL_COUNT] = {
+	"buffered", "steady", "abusive", "dio"
+};
 
-enum mode { MODE_TICKETS = 0, MODE_CLAMP1 = 1, MODE_ADAPTIVE = 2,
-	    MODE_COUNT = 3 };
+/*
+ * Policies over the same engine.  tickets: btrfs before the preemptive
+ * flushing series (SRSV_CTX_NO_PREEMPT).  clamp1 / clamp8: preemptive
+ * flushing with the clamp held (SRSV_CTX_FIXED_CLAMP, fixed_clamp).
+ * adaptive: the library's default.  pace: adaptive plus the library's
+ * pacing (pace_start_pct).  wbm / wc: adaptive flushing with RocksDB's
+ * WriteBufferManager stall or WriteController delay in front of the
+ * reservation, as RocksDB puts them in front of the memtable insert.
+ */
+enum mode { MODE_TICKETS = 0, MODE_CLAMP1, MODE_CLAMP8, MODE_ADAPTIVE,
+	    MODE_PACE, MODE_WBM, MODE_WC, MODE_COUNT };
 static const char *const mode_names[MODE_COUNT] = {
-	"tickets", "clamp1", "adaptive"
+	"tickets", "clamp1", "clamp8", "adaptive", "pace", "wbm", "wc"
+};
+
+#define M(x) (1u << (x))
+/* The default matrix: each workload runs the policies its figures need. */
+static const unsigned default_modes[WL_COUNT] = {
+	[WL_BUFFERED] = M(MODE_TICKETS) | M(MODE_CLAMP1) | M(MODE_ADAPTIVE) |
+			M(MODE_PACE) | M(MODE_WBM) | M(MODE_WC),
+	[WL_STEADY] = M(MODE_CLAMP1) | M(MODE_CLAMP8) | M(MODE_ADAPTIVE),
+	[WL_ABUSIVE] = M(MODE_CLAMP1) | M(MODE_ADAPTIVE) | M(MODE_PACE),
+	[WL_DIO] = M(MODE_TICKETS) | M(MODE_ADAPTIVE),
 };
 
 struct params {
@@ -183,11 +201,24 @@ struct params {
 	unsigned commit_interval_ms;
 	unsigned ref_us;
 	unsigned jiffy_us;
-	bool dirty_throttle;
+	bool bg_writeback;		/* the background flusher (wb_workfn) */
 	uint64_t dirty_limit_pages;	/* 0: from the pool, see below */
 	unsigned dirty_bg_pct;		/* background threshold, % of limit */
+	/* Policies. */
+	unsigned pace_pct;		/* pace: pace_start_pct */
+	unsigned pace_max_ms;		/* pace: pace_max_delay_ns */
+	unsigned wbm_pct;		/* wbm: buffer_size, % of the room */
+	unsigned wc_soft_pct;		/* wc: delay from here */
+	unsigned wc_stop_pct;		/* wc: stop from here */
+	uint64_t wc_rate;		/* wc: delayed_write_rate, B/s (0: dev) */
+	unsigned wc_recalc_ms;		/* wc: how often conditions are read */
+	/* Workloads. */
+	unsigned steady_pct;		/* steady: demand, % of the device */
+	unsigned abusive_writers;	/* abusive: writers */
+	uint64_t abusive_item_bytes;	/* abusive: reservation per write */
+	unsigned burst_ms;		/* abusive: on for this, off as long */
 	const char *csv_dir;
-	unsigned modes;		/* bit per enum mode */
+	unsigned modes;		/* bit per enum mode; 0: default matrix */
 	unsigned workloads;	/* bit per enum workload */
 	uint64_t seed;
 };
@@ -282,13 +313,9 @@ struct writer {
 	struct lat_log lat;
 	/* Written by the writer, read by the sampler for the timeline. */
 	atomic_uint_fast64_t blocked_ns;	/* in srsv_rsv_add() */
-	atomic_uint_fast64_t throttled_ns;	/* in dirty throttle pauses */
+	atomic_uint_fast64_t throttled_ns;	/* in a peer's stall or delay */
 	uint64_t ops;
 	uint64_t reserve_errors;
-	uint64_t pauses;
-	/* Dirty throttle: pages dirtied since the last pause, and when. */
-	uint64_t bdp_pages;
-	uint64_t bdp_since;
 };
 
 struct sample {
@@ -302,11 +329,29 @@ struct sample {
 	uint64_t commits;
 	uint64_t dirty_pages, wb_pages;
 	uint64_t blocked_ns, throttled_ns;	/* sums over the writers */
-	uint64_t write_bw;			/* pages/s estimate */
+	uint64_t write_bw;		/* library's reclaim estimate, items/s */
+	uint64_t paced_ns;		/* library pacing delays so far */
+};
+
+/*
+ * RocksDB's WriteController (db/write_controller.cc) and the part of
+ * ColumnFamilyData::RecalculateWriteStallConditions() / SetupDelay()
+ * (db/column_family.cc) that sets it, under one mutex (the DB mutex).
+ */
+struct write_controller {
+	pthread_mutex_t mu;
+	pthread_cond_t bg_cv;		/* the stop condition ended */
+	bool delayed, stopped, was_stopped;
+	uint64_t rate, max_rate;	/* delayed_write_rate, data B/s */
+	uint64_t credit;		/* credit_in_bytes_ */
+	uint64_t next_refill_us;	/* next_refill_time_ */
+	uint64_t prev_debt;
+	uint64_t delays, stops, rate_min;	/* statistics */
 };
 
 struct engine {
-	const struct params *p;
+	struct params pw;		/* this workload's parameters */
+	const struct params *p;		/* &pw */
 	enum workload wl;
 	enum mode mode;
 	struct srsv_ctx *ctx;
@@ -332,19 +377,28 @@ struct engine {
 	unsigned wb_cursor;		/* next file to write back */
 	pthread_cond_t dirty_kick;	/* dirty over bg_thresh, or stop */
 	bool flusher_idle;
-
-	/*
-	 * Dirty throttle, in pages.  wb_inflight: pages under writeback (on
-	 * the device).  write_bw: measured writeback bandwidth in pages/s,
-	 * updated by the device thread (bw_* under dev.lock).
-	 */
-	uint64_t dirty_limit, dirty_bg, dirty_freerun, dirty_setpoint;
-	atomic_uint_fast64_t wb_inflight;
-	atomic_uint_fast64_t write_bw;
-	uint64_t bw_stamp, bw_pages;
-	bool bw_idle;
+	uint64_t dirty_bg;		/* background writeback threshold */
+	atomic_uint_fast64_t wb_inflight;	/* pages on the device */
 	atomic_uint_fast64_t bg_wb_pages;	/* written by the bg flusher */
 	pthread_t flusher;
+
+	/*
+	 * What the peers' policies read: the pool's reclaimable bytes
+	 * (may_use less the global rsv, plus pinned), refreshed from a
+	 * snapshot whenever the engine frees space (RocksDB's FreeMem) and
+	 * raised by every writer's reservation (ReserveMem), and the room
+	 * those may take (the free metadata at the start).
+	 */
+	atomic_uint_fast64_t held;
+	uint64_t room;
+	/* WriteBufferManager: writers stalled at buffer_size, all woken
+	 * at once when usage drops below it. */
+	pthread_mutex_t wbm_lock;
+	pthread_cond_t wbm_cv;
+	unsigned wbm_stalled;
+	uint64_t wbm_limit, wbm_stalls;
+	struct write_controller wc;
+	pthread_t monitor;
 
 	struct device dev;
 	pthread_mutex_t commit_lock;	/* one commit at a time */
@@ -367,6 +421,8 @@ struct engine {
 	struct sample *samples;
 	size_t nr_samples, max_samples;
 };
+
+static void held_refresh(struct engine *e);
 
 /*
  * Every library call of the engine goes through CHECK: a failure is a
@@ -439,7 +495,7 @@ static uint64_t pass_refs_bytes(const struct params *p)
  * space grows until the timer commits, delayed refs pile up until tickets
  * run them), the pool fills before the dirty limit is reached and writers
  * wait on tickets, as in the series; when the pool is kept in shape, dirty
- * pages have room up to the limit and the throttle paces the writers.
+ * pages have room up to the limit.
  *
  * Without the refs' share (the default until 2026-11-29) the pool is
  * over-subscribed by construction whenever dirty pages near the limit with
@@ -548,6 +604,7 @@ static void finish_ordered(struct engine *e, unsigned inode, unsigned pages,
 	else
 		CHECK(e, srsv_ctx_account_delalloc(e->ctx, 0,
 				-(int64_t)PAGE_BYTES));
+	held_refresh(e);
 }
 
 /* Book @cost_ns of device time; returns when it ends.  dev->lock held. */
@@ -604,31 +661,6 @@ static void dev_wait(struct device *d, uint64_t seq)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/*
- * Writeback bandwidth estimate for the dirty throttle (Linux's
- * wb_update_write_bandwidth(), simplified): pages completed per interval,
- * averaged with weight 1/4.  An interval in which the writeback queue ran
- * dry measures the demand, not the device, and is skipped (Linux skips
- * quiet periods likewise).  dev->lock held.
- */
-static void update_write_bw(struct engine *e, unsigned pages, uint64_t now)
-{
-	uint64_t elapsed = now - e->bw_stamp;
-
-	e->bw_pages += pages;
-	if (elapsed < BW_INTERVAL_NS)
-		return;
-	if (!e->bw_idle) {
-		uint64_t bw = atomic_load(&e->write_bw);
-		uint64_t cur = e->bw_pages * NSEC_PER_SEC / elapsed;
-
-		atomic_store(&e->write_bw, (3 * bw + cur) / 4);
-	}
-	e->bw_stamp = now;
-	e->bw_pages = 0;
-	e->bw_idle = false;
-}
-
 /* The writeback completion thread (btrfs's endio workers). */
 static void *device_main(void *arg)
 {
@@ -640,8 +672,6 @@ static void *device_main(void *arg)
 	for (;;) {
 		struct io_req *r;
 
-		if (!d->head)
-			e->bw_idle = true;
 		while (!d->head && !d->stop)
 			pthread_cond_wait(&d->kick, &d->lock);
 		if (!d->head)
@@ -653,7 +683,6 @@ static void *device_main(void *arg)
 		atomic_fetch_add(&e->wb_pages, r->pages);
 		atomic_fetch_sub(&e->wb_inflight, r->pages);
 		pthread_mutex_lock(&d->lock);
-		update_write_bw(e, r->pages, now_ns());
 		d->head = r->next;
 		if (!d->head)
 			d->tail = NULL;
@@ -696,6 +725,7 @@ static void run_delayed_refs(struct engine *e, uint64_t nr)
 	CHECK(e, srsv_rsv_release(e->rsv_delrefs, nr * p->head_bytes, NULL));
 	pthread_mutex_unlock(&e->tree_lock);
 	atomic_fetch_add(&e->refs_run, nr);
+	held_refresh(e);
 }
 
 /* Run up to @nr delayed inode items (UINT64_MAX: all). */
@@ -721,6 +751,7 @@ static void run_delayed_items(struct engine *e, uint64_t nr)
 				  NULL));
 	pthread_mutex_unlock(&e->tree_lock);
 	atomic_fetch_add(&e->items_run, nr);
+	held_refresh(e);
 }
 
 /*
@@ -751,7 +782,7 @@ static uint64_t start_writeback(struct engine *e, uint64_t want,
 			e->wb_cursor = (i + 1) % p->writers;
 	}
 	e->dirty_total -= total;
-	/* Counted before they leave dirty_total's lock: the throttle sees
+	/* Counted before they leave dirty_total's lock: a reader sees
 	 * dirty + writeback without a gap. */
 	atomic_fetch_add(&e->wb_inflight, total);
 	pthread_mutex_unlock(&e->dirty_lock);
@@ -882,6 +913,7 @@ static void commit_transaction(struct engine *e, enum commit_source src)
 	dev_sync(&e->dev, (uint64_t)e->p->commit_us * NSEC_PER_USEC);
 	if (pinned)
 		CHECK(e, srsv_space_unpin(e->meta, pinned));
+	held_refresh(e);
 	atomic_fetch_add(&e->commits, 1);
 	if (src == COMMIT_PREEMPT)
 		atomic_fetch_add(&e->commits_preempt, 1);
@@ -935,18 +967,7 @@ static int engine_flush(struct srsv_space *space, enum srsv_flush_state state,
 	}
 }
 
-/* ---- the dirty throttle (balance_dirty_pages) ---- */
-
-/* Dirty pages as the throttle counts them: dirty plus under writeback. */
-static uint64_t nr_dirty(struct engine *e)
-{
-	uint64_t dirty;
-
-	pthread_mutex_lock(&e->dirty_lock);
-	dirty = e->dirty_total;
-	pthread_mutex_unlock(&e->dirty_lock);
-	return dirty + atomic_load(&e->wb_inflight);
-}
+/* ---- background writeback ---- */
 
 /*
  * The background flusher (the kernel's wb_workfn for background
@@ -954,7 +975,7 @@ static uint64_t nr_dirty(struct engine *e)
  * already under writeback, as wb_over_bg_thresh()), write them back, one
  * request per file per pass so that the threshold is re-read often, with
  * at most two passes on the device (the block layer's queue depth; deeper
- * would only move pages from dirty to writeback, both throttled alike).
+ * would only move pages from dirty to writeback).
  * It frees reservations as writeback completes, without the library
  * asking: that is the point of comparing it with preemptive flushing.
  */
@@ -991,93 +1012,231 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-/*
- * Linux's pos_ratio (the global part, a cubic): 2 at freerun, 1 at the
- * setpoint, 0 at the limit.  The per-device line that Linux multiplies in
- * is left out: there is one device and one writeback queue.
- */
-static double pos_ratio(const struct engine *e, uint64_t dirty)
-{
-	double x, pos;
+/* ---- the peers' policies: RocksDB's WriteBufferManager, WriteController */
 
-	if (dirty >= e->dirty_limit)
-		return 0;
-	x = ((double)e->dirty_setpoint - (double)dirty) /
-	    (double)(e->dirty_limit - e->dirty_setpoint + 1);
-	pos = 1 + x * x * x;
-	return pos < 0 ? 0 : pos > 2 ? 2 : pos;
+static bool uses_held(const struct engine *e)
+{
+	return e->mode == MODE_WBM || e->mode == MODE_WC;
 }
 
 /*
- * balance_dirty_pages() after a writer dirtied a page.  Below freerun the
- * writer runs free.  Above it, the writers together may dirty pos_ratio x
- * the writeback bandwidth, so each of the N writers gets bw x pos / N pages
- * per second (Linux estimates this per-task dirty_ratelimit with a control
- * loop; with N identical writers it converges to bw / N, which we use
- * directly).  The writer sleeps off the difference between the time its
- * pages since the last pause should have taken at that rate and the time
- * they took (Linux's "period - elapsed"), once it reaches a jiffy (no
- * shorter sleep exists in the kernel); a pause is at most the time to write
- * an eighth of the dirty pages (wb_max_pause(): longer, and the device
- * could run dry while the writers sleep) and at most 200 ms.  At or above
- * the limit it sleeps until dirty drops below it.  Returns the time paused.
+ * Read the pool's reclaimable bytes from a snapshot (the exact figure the
+ * writers' own increments approximate in between), and end a
+ * WriteBufferManager stall if usage fell below buffer_size: RocksDB's
+ * FreeMem() calls MaybeEndWriteStall(), which signals every stalled
+ * writer at once.  Called wherever the engine frees space.
  */
-static uint64_t balance_dirty_pages(struct writer *w)
+static void held_refresh(struct engine *e)
 {
-	struct engine *e = w->e;
-	const struct params *p = e->p;
-	uint64_t jiffy = p->jiffy_us * NSEC_PER_USEC;
-	uint64_t dirty = nr_dirty(e), now = now_ns(), paused = 0;
+	struct srsv_space_info info;
+	uint64_t held;
 
-	if (dirty <= e->dirty_freerun) {
-		w->bdp_pages = 0;
-		w->bdp_since = now;
+	if (!uses_held(e) ||
+	    srsv_space_snapshot(e->meta, &info, NULL, 0, NULL))
+		return;
+	held = info.may_use + info.pinned;
+	held -= held > info.global_rsv_reserved ? info.global_rsv_reserved :
+						  held;
+	atomic_store(&e->held, held);
+	if (e->mode == MODE_WBM && held < e->wbm_limit) {
+		pthread_mutex_lock(&e->wbm_lock);
+		if (e->wbm_stalled)
+			pthread_cond_broadcast(&e->wbm_cv);
+		pthread_mutex_unlock(&e->wbm_lock);
+	}
+}
+
+/*
+ * WriteBufferManager::ShouldStall() and the stall: with allow_stall,
+ * once usage reaches buffer_size a writer blocks (RocksDB queues its DB's
+ * StallInterface and calls Block()) until MaybeEndWriteStall() wakes all
+ * of them; waiters carry no size and are not ordered.  Returns the time
+ * stalled.
+ */
+static uint64_t wbm_before_write(struct engine *e)
+{
+	uint64_t t0;
+
+	if (atomic_load(&e->held) < e->wbm_limit)
+		return 0;
+	t0 = now_ns();
+	pthread_mutex_lock(&e->wbm_lock);
+	e->wbm_stalls++;
+	e->wbm_stalled++;
+	while (atomic_load(&e->held) >= e->wbm_limit && !atomic_load(&e->stop))
+		pthread_cond_wait(&e->wbm_cv, &e->wbm_lock);
+	e->wbm_stalled--;
+	pthread_mutex_unlock(&e->wbm_lock);
+	return now_ns() - t0;
+}
+
+/* SetupDelay()'s factors and floor (db/column_family.cc). */
+#define WC_INC_SLOWDOWN 0.8		/* debt did not shrink */
+#define WC_DEC_SLOWDOWN (1 / 0.8)	/* debt shrank */
+#define WC_NEAR_STOP_SLOWDOWN 0.6	/* stopped, or near the stop */
+#define WC_DELAY_RECOVER 1.4		/* the delay condition ended */
+#define WC_MIN_RATE (16 * KIB)
+#define WC_REFILL_US 1000		/* kMicrosPerRefill */
+#define WC_DELAY_INTERVAL_US 1001	/* DelayWrite()'s sleep slice */
+
+/* GetDelayToken(): a new token resets the bucket. */
+static void wc_delay_token(struct write_controller *wc, uint64_t rate)
+{
+	wc->rate = rate < 1 ? 1 : rate > wc->max_rate ? wc->max_rate : rate;
+	if (wc->rate < wc->rate_min || !wc->rate_min)
+		wc->rate_min = wc->rate;
+	wc->delayed = true;
+	wc->credit = 0;
+	wc->next_refill_us = 0;
+}
+
+/*
+ * RecalculateWriteStallConditions(), with the pool's reclaimable bytes as
+ * the compaction debt: at or above the stop limit writes stop; at or
+ * above the soft limit they are delayed at a rate SetupDelay() adapts
+ * (x0.6 when stopped or near the stop, x0.8 while the debt does not
+ * shrink, x1.25 while it does, never above delayed_write_rate); below,
+ * a delay that ends raises the rate by 1.4.  RocksDB recalculates when a
+ * flush or compaction installs a new version; here every wc_recalc_ms.
+ */
+static void wc_recalc(struct engine *e)
+{
+	struct write_controller *wc = &e->wc;
+	const struct params *p = e->p;
+	uint64_t debt = atomic_load(&e->held);
+	uint64_t soft = e->room / 100 * p->wc_soft_pct;
+	uint64_t stop = e->room / 100 * p->wc_stop_pct;
+	uint64_t near_stop = soft + (stop - soft) * 4 / 5;
+
+	pthread_mutex_lock(&wc->mu);
+	if (debt >= stop) {
+		if (!wc->stopped)
+			wc->stops++;
+		wc->stopped = true;
+	} else if (debt >= soft) {
+		double rate = (double)wc->rate;
+
+		if (wc->delayed && wc->max_rate > WC_MIN_RATE) {
+			if (wc->was_stopped || debt >= near_stop)
+				rate *= WC_NEAR_STOP_SLOWDOWN;
+			else if (wc->prev_debt && wc->prev_debt <= debt)
+				rate *= WC_INC_SLOWDOWN;
+			else if (wc->prev_debt > debt)
+				rate *= WC_DEC_SLOWDOWN;
+			if (rate < WC_MIN_RATE)
+				rate = WC_MIN_RATE;
+		} else {
+			wc->delays++;
+		}
+		wc_delay_token(wc, (uint64_t)rate);
+		wc->stopped = false;
+	} else {
+		if (wc->delayed) {
+			double rate = (double)wc->rate * WC_DELAY_RECOVER;
+
+			wc->rate = rate > (double)wc->max_rate ? wc->max_rate :
+				   (uint64_t)rate;
+		}
+		wc->delayed = false;
+		wc->stopped = false;
+	}
+	wc->was_stopped = wc->stopped;
+	wc->prev_debt = debt;
+	if (!wc->stopped)
+		pthread_cond_broadcast(&wc->bg_cv);
+	pthread_mutex_unlock(&wc->mu);
+}
+
+/* WriteController::GetDelay(), in microseconds; wc->mu held. */
+static uint64_t wc_get_delay(struct write_controller *wc, uint64_t bytes)
+{
+	uint64_t now_us, over, needed;
+
+	if (wc->stopped || !wc->delayed)
+		return 0;
+	if (wc->credit >= bytes) {
+		wc->credit -= bytes;
 		return 0;
 	}
-	w->bdp_pages++;
-	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
-		/* At least a page a second: a device that completed nothing
-		 * for a while still gets a finite (200 ms) pause. */
-		double bw = (double)(atomic_load(&e->write_bw) ?: 1);
-		double rate = bw * pos_ratio(e, dirty) / p->writers;
-		uint64_t max_pause = (uint64_t)((double)dirty / 8 / bw *
-						NSEC_PER_SEC);
-		uint64_t pause, elapsed = now - w->bdp_since, t;
+	now_us = now_ns() / NSEC_PER_USEC;
+	if (!wc->next_refill_us)
+		wc->next_refill_us = now_us;
+	if (wc->next_refill_us <= now_us) {
+		uint64_t elapsed = now_us - wc->next_refill_us + WC_REFILL_US;
 
-		if (max_pause > MAX_PAUSE_NS)
-			max_pause = MAX_PAUSE_NS;
-		if (max_pause < jiffy)
-			max_pause = jiffy;
-		if (rate > 0) {
-			uint64_t period = (uint64_t)((double)w->bdp_pages *
-						     NSEC_PER_SEC / rate);
+		wc->credit += (uint64_t)((double)elapsed / 1e6 *
+					 (double)wc->rate + 0.999999);
+		wc->next_refill_us = now_us + WC_REFILL_US;
+		if (wc->credit >= bytes) {
+			wc->credit -= bytes;
+			return 0;
+		}
+	}
+	over = bytes - wc->credit;
+	needed = (uint64_t)((double)over / (double)wc->rate * 1e6);
+	wc->credit = 0;
+	wc->next_refill_us += needed;
+	return wc->next_refill_us - now_us > WC_REFILL_US ?
+	       wc->next_refill_us - now_us : WC_REFILL_US;
+}
 
-			if (period <= elapsed) {
-				/* Slow enough already (blocked elsewhere). */
-				w->bdp_pages = 0;
-				w->bdp_since = now;
+/*
+ * DBImpl::DelayWrite(): take the delay under the DB mutex, sleep it in
+ * 1 ms slices while the delay condition lasts, then wait while writes are
+ * stopped.  RocksDB charges the previous write group's size; we charge
+ * this write's (one write per group here).  Returns the time waited.
+ */
+static uint64_t wc_before_write(struct engine *e, uint64_t bytes)
+{
+	struct write_controller *wc = &e->wc;
+	uint64_t t0 = now_ns(), delay, end;
+
+	pthread_mutex_lock(&wc->mu);
+	delay = wc_get_delay(wc, bytes);
+	if (delay) {
+		end = t0 + delay * NSEC_PER_USEC;
+		pthread_mutex_unlock(&wc->mu);
+		while (now_ns() < end && !atomic_load(&e->stop)) {
+			pthread_mutex_lock(&wc->mu);
+			if (!wc->delayed) {
+				pthread_mutex_unlock(&wc->mu);
 				break;
 			}
-			if (period - elapsed < jiffy)
-				break;	/* pause later, for more pages */
-			pause = period - elapsed;
-			if (pause > max_pause)
-				pause = max_pause;
-		} else {
-			pause = max_pause;
+			pthread_mutex_unlock(&wc->mu);
+			sleep_until(now_ns() + WC_DELAY_INTERVAL_US *
+					       NSEC_PER_USEC);
 		}
-		sleep_until(now + pause);
-		t = now_ns();
-		paused += t - now;
-		w->pauses++;
-		w->bdp_pages = 0;
-		w->bdp_since = t;
-		now = t;
-		dirty = nr_dirty(e);
-		if (dirty < e->dirty_limit)
-			break;
+		pthread_mutex_lock(&wc->mu);
 	}
-	return paused;
+	while (wc->stopped && !atomic_load(&e->stop))
+		pthread_cond_wait(&wc->bg_cv, &wc->mu);
+	pthread_mutex_unlock(&wc->mu);
+	return now_ns() - t0;
+}
+
+/* The WriteController's recalculations, and the exact usage for both. */
+static void *monitor_main(void *arg)
+{
+	struct engine *e = arg;
+	uint64_t next = now_ns();
+
+	tight_timers();
+	while (!atomic_load(&e->stop)) {
+		held_refresh(e);
+		if (e->mode == MODE_WC)
+			wc_recalc(e);
+		next += (uint64_t)e->p->wc_recalc_ms * NSEC_PER_MSEC;
+		sleep_until(next);
+	}
+	/* Nobody stays stalled or stopped once the run ends. */
+	pthread_mutex_lock(&e->wbm_lock);
+	pthread_cond_broadcast(&e->wbm_cv);
+	pthread_mutex_unlock(&e->wbm_lock);
+	pthread_mutex_lock(&e->wc.mu);
+	e->wc.stopped = false;
+	pthread_cond_broadcast(&e->wc.bg_cv);
+	pthread_mutex_unlock(&e->wc.mu);
+	return NULL;
 }
 
 /* ---- writers ---- */
@@ -1097,16 +1256,43 @@ static int lat_push(struct lat_log *l, uint64_t ns)
 	return 0;
 }
 
+/* The device's writeback rate in pages per second. */
+static double dev_pages_per_s(const struct params *p);
+
 /*
- * Pace a writer to one write per write_us of modelled work.  @vt is the
+ * Writer time per write: --write-us, or for the steady workload what
+ * makes the writers together ask for --steady-pct of the device's rate.
+ */
+static uint64_t write_ns(const struct engine *e)
+{
+	const struct params *p = e->p;
+
+	if (e->wl == WL_STEADY)
+		return (uint64_t)((double)p->writers * 100 * NSEC_PER_SEC /
+				  ((double)p->steady_pct * dev_pages_per_s(p)));
+	return p->write_us * NSEC_PER_USEC;
+}
+
+/*
+ * Pace a writer to one write per write_ns() of modelled work.  @vt is the
  * writer's virtual clock: the caller moves it past every wait (a stall is
  * lost time, never made up in a burst), while a late wake-up of this
  * thread (the machine is shared) is made up, so the writer's speed is the
- * model's, not the scheduler's.
+ * model's, not the scheduler's.  The abusive workload writes in bursts:
+ * --burst-ms on, as long off, every writer in step.
  */
-static void pace(const struct params *p, uint64_t *vt)
+static void pace_writer(const struct engine *e, uint64_t *vt, uint64_t start)
 {
-	*vt += p->write_us * NSEC_PER_USEC;
+	const struct params *p = e->p;
+
+	*vt += write_ns(e);
+	if (e->wl == WL_ABUSIVE && p->burst_ms) {
+		uint64_t period = 2 * (uint64_t)p->burst_ms * NSEC_PER_MSEC;
+		uint64_t into = (*vt - start) % period;
+
+		if (into >= period / 2)
+			*vt += period - into;
+	}
 	if (*vt > now_ns() + PACE_SLACK_NS)
 		sleep_until(*vt);
 }
@@ -1116,19 +1302,28 @@ static void *writer_main(void *arg)
 	struct writer *w = arg;
 	struct engine *e = w->e;
 	const struct params *p = e->p;
-	uint64_t vt = now_ns();
+	uint64_t start = now_ns(), vt = start;
 
 	tight_timers();
 	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
-		uint64_t t0, t1;
+		uint64_t t0, t1, waited = 0;
 		int ret;
 
 		t0 = now_ns();
+		if (e->mode == MODE_WBM)
+			waited = wbm_before_write(e);
+		else if (e->mode == MODE_WC)
+			waited = wc_before_write(e, PAGE_BYTES);
+		t1 = now_ns();
 		ret = srsv_rsv_add(e->rsv_delalloc, p->item_bytes,
 				   SRSV_FLUSH_ALL, 0);
-		t1 = now_ns();
-		atomic_fetch_add_explicit(&w->blocked_ns, t1 - t0,
+		atomic_fetch_add_explicit(&w->throttled_ns, waited,
 					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&w->blocked_ns, now_ns() - t1,
+					  memory_order_relaxed);
+		t1 = now_ns();
+		/* A write's latency: everything it waited before it could
+		 * dirty its page, whoever made it wait. */
 		vt += t1 - t0;
 		if (lat_push(&w->lat, t1 - t0))
 			break;
@@ -1136,11 +1331,13 @@ static void *writer_main(void *arg)
 			w->reserve_errors++;
 			if (ret == -ESHUTDOWN)
 				break;
-			pace(p, &vt);
+			pace_writer(e, &vt, start);
 			continue;
 		}
-		pace(p, &vt);
-		if (e->wl == WL_BUFFERED) {
+		if (uses_held(e))
+			atomic_fetch_add(&e->held, p->item_bytes);
+		pace_writer(e, &vt, start);
+		if (e->wl != WL_DIO) {
 			/* Report the dirty page before publishing it: once it
 			 * is on the list, writeback may take it and report
 			 * it written, which must not find delalloc short. */
@@ -1150,20 +1347,12 @@ static void *writer_main(void *arg)
 			e->dirty[w->id]++;
 			e->dirty_total++;
 			/* wb_start_background_writeback() */
-			if (p->dirty_throttle && e->flusher_idle &&
+			if (p->bg_writeback && e->flusher_idle &&
 			    e->dirty_total > e->dirty_bg) {
 				e->flusher_idle = false;
 				pthread_cond_signal(&e->dirty_kick);
 			}
 			pthread_mutex_unlock(&e->dirty_lock);
-			if (p->dirty_throttle) {
-				uint64_t paused = balance_dirty_pages(w);
-
-				atomic_fetch_add_explicit(&w->throttled_ns,
-							  paused,
-							  memory_order_relaxed);
-				vt += paused;
-			}
 		} else {
 			/* The write, then its completion in this thread;
 			 * waiting for the device is lost time too. */
@@ -1216,7 +1405,15 @@ static void *sampler_main(void *arg)
 				s->throttled_ns += atomic_load(
 					&e->writers[i].throttled_ns);
 			}
-			s->write_bw = atomic_load(&e->write_bw);
+			{
+				struct srsv_space_stats st;
+
+				if (!srsv_space_get_stats(e->meta, &st)) {
+					s->write_bw = st.pace_bw /
+						      e->p->item_bytes;
+					s->paced_ns = st.pace_delay_ns;
+				}
+			}
 			e->nr_samples++;
 		}
 		next += e->p->sample_ms * NSEC_PER_MSEC;
@@ -1284,20 +1481,21 @@ static int write_csv(const struct engine *e, const char *path)
 		return -errno;
 	fprintf(f, "t_ms,may_use,pinned,used,total,clamp,delalloc,ordered,"
 		   "queued_tickets,ops,delayed_refs_rsv,commits,dirty_pages,"
-		   "wb_pages,blocked_ms,throttled_ms,write_bw\n");
+		   "wb_pages,blocked_ms,throttled_ms,write_bw,paced_ms\n");
 	for (size_t i = 0; i < e->nr_samples; i++) {
 		const struct sample *s = &e->samples[i];
 
 		fprintf(f, "%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			",%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64
 			",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.3f,%"
-			PRIu64 "\n",
+			PRIu64 ",%.3f\n",
 			(double)s->t_ns / NSEC_PER_MSEC, s->may_use, s->pinned,
 			s->used, s->total, s->clamp, s->delalloc, s->ordered,
 			s->queued, s->ops, s->delayed_refs_rsv, s->commits,
 			s->dirty_pages, s->wb_pages,
 			(double)s->blocked_ns / NSEC_PER_MSEC,
-			(double)s->throttled_ns / NSEC_PER_MSEC, s->write_bw);
+			(double)s->throttled_ns / NSEC_PER_MSEC, s->write_bw,
+			(double)s->paced_ns / NSEC_PER_MSEC);
 	}
 	return fclose(f) ? -errno : 0;
 }
@@ -1307,9 +1505,9 @@ static int write_csv(const struct engine *e, const char *path)
 struct result {
 	bool ok;
 	double ops_per_s;
-	double blocked_share;
-	double throttled_share;		/* of writer time, dirty throttle */
-	uint64_t pauses;
+	double blocked_share;		/* in the reservation (pacing incl.) */
+	double throttled_share;		/* in a peer's stall or delay */
+	double paced_share;		/* the library's pacing delays */
 	uint64_t bg_wb_pages;
 	uint64_t p50_ns, p99_ns, max_ns;
 	uint64_t tickets;		/* granted + failed */
@@ -1317,10 +1515,13 @@ struct result {
 	uint64_t async_runs, preempt_runs;
 	uint64_t flushes[SRSV_STATE_COUNT];
 	uint64_t preempt_flushes[SRSV_STATE_COUNT];
+	uint64_t flush_calls;		/* every callback call */
 	uint64_t commits, commits_preempt, commits_timer;
 	uint64_t refs_run, wb_pages;
 	uint64_t reserve_errors;
 	uint64_t lib_errors;
+	uint64_t paced, pace_eased, pace_max_ns;	/* library pacing */
+	uint64_t wbm_stalls, wc_delays, wc_stops, wc_rate_min;
 	double device_busy;		/* share of the run the device worked */
 	char check[256];		/* accounting check verdict */
 };
@@ -1344,14 +1545,37 @@ static int preload_used(struct engine *e, uint64_t bytes)
 	return ret;
 }
 
-static int engine_init(struct engine *e, const struct params *p,
+static double dev_pages_per_s(const struct params *p)
+{
+	return (double)p->wb_chunk_pages * NSEC_PER_SEC /
+	       (double)dev_cost_ns(p, (uint64_t)p->wb_chunk_pages * PAGE_BYTES);
+}
+
+/* A workload's parameters: the abusive one has more writers, each
+ * reserving more per write. */
+static void workload_params(struct params *w, const struct params *p,
+			    enum workload wl)
+{
+	*w = *p;
+	/* The engine's background writeback threshold stays the default
+	 * workload's: the workload changes, not the engine. */
+	w->dirty_limit_pages = dirty_limit_pages(p);
+	if (wl == WL_ABUSIVE) {
+		w->writers = p->abusive_writers;
+		w->item_bytes = p->abusive_item_bytes;
+	}
+}
+
+static int engine_init(struct engine *e, const struct params *p0,
 		       enum workload wl, enum mode mode, uint64_t seed)
 {
+	const struct params *p;
 	struct srsv_config cfg;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
-	e->p = p;
+	workload_params(&e->pw, p0, wl);
+	p = e->p = &e->pw;
 	e->wl = wl;
 	e->mode = mode;
 	e->rng = seed | 1;
@@ -1360,9 +1584,13 @@ static int engine_init(struct engine *e, const struct params *p,
 	pthread_mutex_init(&e->dirty_lock, NULL);
 	pthread_mutex_init(&e->commit_lock, NULL);
 	pthread_mutex_init(&e->dev.lock, NULL);
+	pthread_mutex_init(&e->wbm_lock, NULL);
+	pthread_mutex_init(&e->wc.mu, NULL);
 	pthread_cond_init(&e->dirty_kick, NULL);
 	pthread_cond_init(&e->dev.kick, NULL);
 	pthread_cond_init(&e->dev.done, NULL);
+	pthread_cond_init(&e->wbm_cv, NULL);
+	pthread_cond_init(&e->wc.bg_cv, NULL);
 	if (tree_init(&e->fs, p->fs_leaves) || tree_init(&e->ext, p->ext_leaves))
 		return -ENOMEM;
 	e->max_samples = p->duration_ms / p->sample_ms + 16;
@@ -1382,10 +1610,24 @@ static int engine_init(struct engine *e, const struct params *p,
 			   cfg.pool_bytes[SRSV_POOL_SYSTEM];
 	cfg.item_bytes = p->item_bytes;
 	cfg.global_rsv_bytes = p->global_rsv_bytes;
-	if (mode == MODE_TICKETS)
+	switch (mode) {
+	case MODE_TICKETS:
 		cfg.flags |= SRSV_CTX_NO_PREEMPT;
-	if (mode == MODE_CLAMP1)
+		break;
+	case MODE_CLAMP1:
 		cfg.flags |= SRSV_CTX_FIXED_CLAMP;
+		break;
+	case MODE_CLAMP8:
+		cfg.flags |= SRSV_CTX_FIXED_CLAMP;
+		cfg.fixed_clamp = 8;
+		break;
+	case MODE_PACE:
+		cfg.pace_start_pct = p->pace_pct;
+		cfg.pace_max_delay_ns = (uint64_t)p->pace_max_ms * NSEC_PER_MSEC;
+		break;
+	default:
+		break;
+	}
 	ret = srsv_ctx_create(&cfg, &e->ctx);
 	if (ret)
 		return ret;
@@ -1402,15 +1644,14 @@ static int engine_init(struct engine *e, const struct params *p,
 	if (ret)
 		return ret;
 
-	e->dirty_limit = dirty_limit_pages(p);
-	e->dirty_bg = e->dirty_limit * p->dirty_bg_pct / 100;
-	e->dirty_freerun = (e->dirty_limit + e->dirty_bg) / 2;
-	e->dirty_setpoint = (e->dirty_freerun + e->dirty_limit) / 2;
-	/* Until measured: the device's rate for writeback requests (Linux
-	 * starts from a fixed 100 MB/s). */
-	atomic_store(&e->write_bw, p->wb_chunk_pages * NSEC_PER_SEC /
-		     dev_cost_ns(p, (uint64_t)p->wb_chunk_pages * PAGE_BYTES));
-	e->bw_stamp = now_ns();
+	e->dirty_bg = dirty_limit_pages(p) * p->dirty_bg_pct / 100;
+	e->room = free_meta_bytes(p);
+	e->wbm_limit = e->room / 100 * p->wbm_pct;
+	/* delayed_write_rate: a tuned one, the device's own data rate
+	 * (RocksDB's default of 16 MB/s would be a fraction of it). */
+	e->wc.max_rate = p->wc_rate ? p->wc_rate :
+			 (uint64_t)(dev_pages_per_s(p) * PAGE_BYTES);
+	e->wc.rate = e->wc.max_rate;
 	return pthread_create(&e->dev.thread, NULL, device_main, e) ? -EAGAIN :
 									0;
 }
@@ -1481,20 +1722,23 @@ static void engine_free(struct engine *e)
 	srsv_ctx_destroy(e->ctx);
 }
 
-static int run_once(const struct params *p, enum workload wl, enum mode mode,
+static int run_once(const struct params *p0, enum workload wl, enum mode mode,
 		    unsigned run, struct result *r, const char *csv_path)
 {
 	struct engine *e = calloc(1, sizeof(*e));
+	const struct params *p;
 	struct srsv_space_info info;
+	struct srsv_space_stats st;
 	uint64_t t0, t1, blocked = 0, throttled = 0, nr_lat = 0, *all;
+	bool bg;
 	size_t k = 0;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
 	if (!e)
 		return -ENOMEM;
-	ret = engine_init(e, p, wl, mode,
-			  p->seed + 7919 * run + 104729 * (uint64_t)wl);
+	ret = engine_init(e, p0, wl, mode,
+			  p0->seed + 7919 * run + 104729 * (uint64_t)wl);
 	if (ret) {
 		fprintf(stderr, "stall: setup failed: %s\n", strerror(-ret));
 		if (e->ctx)
@@ -1502,6 +1746,8 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 		free(e);
 		return ret;
 	}
+	p = e->p;
+	bg = p->bg_writeback && wl != WL_DIO;
 
 	t0 = now_ns();
 	pthread_mutex_lock(&e->tree_lock);
@@ -1510,8 +1756,10 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	pthread_create(&e->sampler, NULL, sampler_main, e);
 	if (p->commit_interval_ms)
 		pthread_create(&e->committer, NULL, committer_main, e);
-	if (p->dirty_throttle && wl == WL_BUFFERED)
+	if (bg)
 		pthread_create(&e->flusher, NULL, flusher_main, e);
+	if (uses_held(e))
+		pthread_create(&e->monitor, NULL, monitor_main, e);
 	for (unsigned i = 0; i < p->writers; i++) {
 		struct writer *w = &e->writers[i];
 
@@ -1542,7 +1790,9 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	pthread_join(e->sampler, NULL);
 	if (p->commit_interval_ms)
 		pthread_join(e->committer, NULL);
-	if (p->dirty_throttle && wl == WL_BUFFERED) {
+	if (uses_held(e))
+		pthread_join(e->monitor, NULL);
+	if (bg) {
 		pthread_mutex_lock(&e->dirty_lock);
 		pthread_cond_signal(&e->dirty_kick);
 		pthread_mutex_unlock(&e->dirty_lock);
@@ -1557,13 +1807,14 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	check_accounting(e, r);
 	if (srsv_space_snapshot(e->meta, &info, NULL, 0, NULL))
 		abort();
+	if (srsv_space_get_stats(e->meta, &st))
+		memset(&st, 0, sizeof(st));
 
 	for (unsigned i = 0; i < p->writers; i++) {
 		struct writer *w = &e->writers[i];
 
 		blocked += atomic_load(&w->blocked_ns);
 		throttled += atomic_load(&w->throttled_ns);
-		r->pauses += w->pauses;
 		nr_lat += w->lat.nr;
 		r->reserve_errors += w->reserve_errors;
 	}
@@ -1591,6 +1842,15 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	r->blocked_share = (double)blocked / ((double)p->writers * (t1 - t0));
 	r->throttled_share = (double)throttled /
 			     ((double)p->writers * (t1 - t0));
+	r->paced_share = (double)st.pace_delay_ns /
+			 ((double)p->writers * (t1 - t0));
+	r->paced = st.paced;
+	r->pace_eased = st.pace_eased;
+	r->pace_max_ns = st.pace_max_delay_ns;
+	r->wbm_stalls = e->wbm_stalls;
+	r->wc_delays = e->wc.delays;
+	r->wc_stops = e->wc.stops;
+	r->wc_rate_min = e->wc.rate_min;
 	r->bg_wb_pages = atomic_load(&e->bg_wb_pages);
 	r->tickets = info.tickets_granted + info.tickets_failed;
 	r->tickets_failed = info.tickets_failed;
@@ -1599,6 +1859,8 @@ static int run_once(const struct params *p, enum workload wl, enum mode mode,
 	memcpy(r->flushes, info.flushes, sizeof(info.flushes));
 	memcpy(r->preempt_flushes, info.preempt_flushes,
 	       sizeof(info.preempt_flushes));
+	for (int s = 0; s < SRSV_SPACE_INFO_STATES; s++)
+		r->flush_calls += info.flushes[s];
 	r->commits = atomic_load(&e->commits);
 	r->commits_preempt = atomic_load(&e->commits_preempt);
 	r->commits_timer = atomic_load(&e->commits_timer);
@@ -1641,12 +1903,26 @@ static double median_d(double *v, unsigned n)
 		median_d(v_, (n));					\
 	})
 
+/* Smallest and largest of a field over the runs. */
+#define SPREAD(res, n, expr, lo, hi)					\
+	do {								\
+		(lo) = INFINITY;					\
+		(hi) = -INFINITY;					\
+		for (unsigned i_ = 0; i_ < (n); i_++) {			\
+			double v_ = (double)(res)[i_].expr;		\
+			(lo) = v_ < (lo) ? v_ : (lo);			\
+			(hi) = v_ > (hi) ? v_ : (hi);			\
+		}							\
+	} while (0)
+
 struct summary {
 	bool have;
-	double ops, blocked, throttled, p50, p99, max, tickets, async_runs;
-	double preempt_runs, bg_wb_pages, wb_pages, pauses;
+	double ops, blocked, throttled, paced, p50, p99, max, tickets;
+	double async_runs, preempt_runs, bg_wb_pages, wb_pages, flush_calls;
 	double commits, commits_preempt, commits_timer, device_busy;
+	double ops_lo, ops_hi, p99_lo, p99_hi;
 	double flushes[SRSV_STATE_COUNT], preempt_flushes[SRSV_STATE_COUNT];
+	double wbm_stalls, wc_delays, wc_stops, wc_rate_min, pace_eased;
 	unsigned median_run;
 	bool ok;
 };
@@ -1661,21 +1937,29 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	for (unsigned i = 0; i < n; i++)
 		s->ok = s->ok && res[i].ok;
 	s->ops = MEDIAN(res, n, ops_per_s);
+	SPREAD(res, n, ops_per_s, s->ops_lo, s->ops_hi);
 	s->blocked = MEDIAN(res, n, blocked_share);
 	s->throttled = MEDIAN(res, n, throttled_share);
+	s->paced = MEDIAN(res, n, paced_share);
 	s->bg_wb_pages = MEDIAN(res, n, bg_wb_pages);
 	s->wb_pages = MEDIAN(res, n, wb_pages);
-	s->pauses = MEDIAN(res, n, pauses);
 	s->p50 = MEDIAN(res, n, p50_ns);
 	s->p99 = MEDIAN(res, n, p99_ns);
+	SPREAD(res, n, p99_ns, s->p99_lo, s->p99_hi);
 	s->max = MEDIAN(res, n, max_ns);
 	s->tickets = MEDIAN(res, n, tickets);
 	s->async_runs = MEDIAN(res, n, async_runs);
 	s->preempt_runs = MEDIAN(res, n, preempt_runs);
+	s->flush_calls = MEDIAN(res, n, flush_calls);
 	s->commits = MEDIAN(res, n, commits);
 	s->commits_preempt = MEDIAN(res, n, commits_preempt);
 	s->commits_timer = MEDIAN(res, n, commits_timer);
 	s->device_busy = MEDIAN(res, n, device_busy);
+	s->wbm_stalls = MEDIAN(res, n, wbm_stalls);
+	s->wc_delays = MEDIAN(res, n, wc_delays);
+	s->wc_stops = MEDIAN(res, n, wc_stops);
+	s->wc_rate_min = MEDIAN(res, n, wc_rate_min);
+	s->pace_eased = MEDIAN(res, n, pace_eased);
 	for (int st = 0; st < SRSV_STATE_COUNT; st++) {
 		s->flushes[st] = MEDIAN(res, n, flushes[st]);
 		s->preempt_flushes[st] = MEDIAN(res, n, preempt_flushes[st]);
@@ -1691,17 +1975,32 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	}
 }
 
+static void print_header(void)
+{
+	printf("%-8s %-8s %9s %13s %7s %7s %7s %8s %8s %15s %8s %8s %6s %7s "
+	       "%9s %6s\n",
+	       "workload", "mode", "ops/s", "(min-max)", "blocked", "throttl",
+	       "paced", "p50(us)", "p99(us)", "(min-max)", "max(ms)",
+	       "tickets", "flush", "preempt", "commits", "device");
+}
+
 static void print_summary(enum workload wl, enum mode m,
 			  const struct summary *s)
 {
-	printf("%-8s %-8s %9.0f %7.1f%% %7.1f%% %9.1f %9.1f %9.1f %8.0f %6.0f "
-	       "%7.0f %5.0f(%.0f/%.0f) %5.0f%% %s\n",
-	       workload_names[wl], mode_names[m], s->ops, 100 * s->blocked,
-	       100 * s->throttled,
-	       s->p50 / NSEC_PER_USEC, s->p99 / NSEC_PER_USEC,
-	       s->max / NSEC_PER_USEC, s->tickets, s->async_runs,
-	       s->preempt_runs, s->commits, s->commits_timer,
-	       s->commits_preempt, 100 * s->device_busy,
+	char spread[32], p99s[32], commits[32];
+
+	snprintf(spread, sizeof(spread), "%.0f-%.0f", s->ops_lo, s->ops_hi);
+	snprintf(p99s, sizeof(p99s), "%.1f-%.1f", s->p99_lo / NSEC_PER_USEC,
+		 s->p99_hi / NSEC_PER_USEC);
+	snprintf(commits, sizeof(commits), "%.0f(%.0f/%.0f)", s->commits,
+		 s->commits_timer, s->commits_preempt);
+	printf("%-8s %-8s %9.0f %13s %6.1f%% %6.1f%% %6.1f%% %8.1f %8.1f "
+	       "%15s %8.2f %8.0f %6.0f %7.0f %9s %5.0f%% %s\n",
+	       workload_names[wl], mode_names[m], s->ops, spread,
+	       100 * (s->blocked - s->paced), 100 * s->throttled,
+	       100 * s->paced, s->p50 / NSEC_PER_USEC, s->p99 / NSEC_PER_USEC,
+	       p99s, s->max / NSEC_PER_MSEC, s->tickets, s->flush_calls,
+	       s->preempt_runs, commits, 100 * s->device_busy,
 	       s->ok ? "ok" : "CHECK-FAILED");
 }
 
@@ -1717,10 +2016,17 @@ static void print_flushes(enum workload wl, enum mode m,
 		       s->flushes[st] - s->preempt_flushes[st],
 		       s->preempt_flushes[st]);
 	}
-	if (wl == WL_BUFFERED)
-		printf("; pages written back %.0f, by the bg flusher %.0f; "
-		       "throttle pauses %.0f", s->wb_pages, s->bg_wb_pages,
-		       s->pauses);
+	if (wl != WL_DIO)
+		printf("; pages written back %.0f, by the bg flusher %.0f",
+		       s->wb_pages, s->bg_wb_pages);
+	if (m == MODE_WBM)
+		printf("; stalls %.0f", s->wbm_stalls);
+	if (m == MODE_WC)
+		printf("; delay episodes %.0f, stops %.0f, lowest rate %.1f "
+		       "MiB/s", s->wc_delays, s->wc_stops,
+		       s->wc_rate_min / MIB);
+	if (m == MODE_PACE)
+		printf("; delays eased by flushing %.0f", s->pace_eased);
 	printf("\n");
 }
 
@@ -1744,15 +2050,59 @@ static void keep_median_timeline(const struct params *p, int wl, int m,
 	}
 }
 
+/*
+ * A ratio of two policies' figures: of the medians (the summary), and
+ * its spread over the rounds (run i of one over run i of the other, the
+ * two run side by side in the same round).
+ */
+struct ratio {
+	const char *name;
+	double med, lo, hi;
+};
+
+static struct ratio ratio_of(const char *name, const struct result *a,
+			     const struct result *b, unsigned n,
+			     double (*get)(const struct result *), bool have)
+{
+	struct ratio r = { name, NAN, NAN, NAN };
+	double va[64], vb[64];
+
+	if (!have)
+		return r;
+	r.lo = INFINITY;
+	r.hi = -INFINITY;
+	for (unsigned i = 0; i < n; i++) {
+		double x;
+
+		va[i] = get(&a[i]);
+		vb[i] = get(&b[i]);
+		x = vb[i] ? va[i] / vb[i] : NAN;
+		r.lo = x < r.lo ? x : r.lo;
+		r.hi = x > r.hi ? x : r.hi;
+	}
+	r.med = median_d(vb, n) ? median_d(va, n) / median_d(vb, n) : NAN;
+	return r;
+}
+
+static double get_ops(const struct result *r) { return r->ops_per_s; }
+static double get_p99(const struct result *r) { return (double)r->p99_ns; }
+static double get_commits(const struct result *r) { return (double)r->commits; }
+static double get_flushes(const struct result *r)
+{
+	return (double)r->flush_calls;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: bench_stall [options]\n"
-"  --duration-ms N    length of one run (default 4000)\n"
-"  --runs N           runs per mode and workload, medians (default 3)\n"
+"  --duration-ms N    length of one run (default 3000)\n"
+"  --runs N           rounds; every policy runs once per round, figures are\n"
+"                     medians (default 3)\n"
 "  --quick            --duration-ms 1500 --runs 1\n"
-"  --modes LIST       tickets,clamp1,adaptive (default all)\n"
-"  --workloads LIST   buffered,dio (default both)\n"
+"  --modes LIST       tickets,clamp1,clamp8,adaptive,pace,wbm,wc (default:\n"
+"                     per workload, see docs/results-stall.md)\n"
+"  --workloads LIST   buffered,steady,abusive,dio (default all)\n"
 "  --csv-dir DIR      write stall-<workload>-<mode>.csv timelines there\n"
 "  --sample-ms N      timeline period (default 10)\n"
 "  --writers N        writer threads (default 4)\n"
@@ -1763,13 +2113,23 @@ static void usage(FILE *f)
 "  --commit-us N      commit latency (default 10000)\n"
 "  --commit-interval-ms N  timer commit period, 0: none (default 1000)\n"
 "  --ref-us N         cost of one delayed ref or item (default 5)\n"
-"  --jiffy-us N       DELALLOC's sleep between passes, shortest throttle\n"
-"                     pause (default 1000)\n"
-"  --no-dirty-throttle  no balance_dirty_pages, no background writeback:\n"
-"                     the reservation is the writers' only throttle\n"
-"  --dirty-limit-kib N  dirty limit (default: what the free metadata less\n"
-"                     the trees' size leaves, / item; see the source)\n"
+"  --jiffy-us N       DELALLOC's sleep between passes (default 1000)\n"
+"  --no-bg-writeback  no background flusher (wb_workfn)\n"
+"  --dirty-limit-kib N  dirty limit the background threshold is a share of\n"
+"                     (default: from the pool, see the source)\n"
 "  --dirty-bg-pct N   background threshold, %% of the limit (default 50)\n"
+"  --pace-pct N       pace: the library's pace_start_pct (default 80)\n"
+"  --pace-max-ms N    pace: longest single delay (default 10)\n"
+"  --wbm-pct N        wbm: buffer_size, %% of the free metadata (default 90)\n"
+"  --wc-soft-pct N    wc: delay from this %% of the free metadata (default 80)\n"
+"  --wc-stop-pct N    wc: stop from this %% (default 90)\n"
+"  --wc-rate-mib N    wc: delayed_write_rate, MiB/s of data (default: the\n"
+"                     device's rate)\n"
+"  --wc-recalc-ms N   wc: stall conditions recalculated every N ms (default 10)\n"
+"  --steady-pct N     steady: demand, %% of the device's rate (default 70)\n"
+"  --abusive-writers N  abusive: writers (default 16)\n"
+"  --abusive-item-kib N abusive: reservation per write (default 512)\n"
+"  --burst-ms N       abusive: on N ms, off N ms (default 20)\n"
 "  --pool-mib N       metadata pool (default 512)\n"
 "  --other-mib N      untouched used metadata (default 208)\n"
 "  --fs-leaves N      fs tree leaves (default 4096)\n"
@@ -1805,6 +2165,22 @@ static unsigned parse_list(const char *arg, const char *const *names,
 	return mask;
 }
 
+static unsigned modes_of(const struct params *p, int wl)
+{
+	if (!(p->workloads & (1u << wl)))
+		return 0;
+	return p->modes ? p->modes : default_modes[wl];
+}
+
+static struct result res[WL_COUNT][MODE_COUNT][64];
+static struct summary sum[WL_COUNT][MODE_COUNT];
+
+static void print_ratio(const struct ratio *r)
+{
+	printf("  %-26s %8.3f   (per round %.3f .. %.3f)\n", r->name, r->med,
+	       r->lo, r->hi);
+}
+
 int main(int argc, char **argv)
 {
 	/*
@@ -1829,13 +2205,18 @@ int main(int argc, char **argv)
 	 *   (HZ=1000).
 	 * - Delayed ref head 48 KiB: a path of 3 x 16 KiB nodes in the
 	 *   extent tree.  The inode item update: 48 KiB likewise.
-	 * - Dirty throttle on, its limit from the pool (dirty_limit_pages():
-	 *   318 pages here, 1.24 MiB), background writeback from half of it
-	 *   (Linux's dirty_background_ratio 10 / dirty_ratio 20).
+	 * - Background writeback from half the dirty limit, the limit from
+	 *   the pool (dirty_limit_pages(): 270 pages here), as Linux's
+	 *   dirty_background_ratio 10 / dirty_ratio 20.
+	 * - The policies share one threshold where they can: pacing starts,
+	 *   and the WriteController delays, at 80% of the free metadata; the
+	 *   WriteBufferManager stalls, and the WriteController stops, at 90%.
+	 * - Steady: 70% of the device's rate.  Abusive: 16 writers reserving
+	 *   512 KiB each, in 20 ms bursts.
 	 */
 	struct params p = {
 		.writers = 4,
-		.duration_ms = 4000,
+		.duration_ms = 3000,
 		.runs = 3,
 		.sample_ms = 10,
 		.pool_bytes = 512 * MIB,
@@ -1854,11 +2235,22 @@ int main(int argc, char **argv)
 		.commit_interval_ms = 1000,
 		.ref_us = 5,
 		.jiffy_us = 1000,
-		.dirty_throttle = true,
+		.bg_writeback = true,
 		.dirty_limit_pages = 0,
 		.dirty_bg_pct = 50,
+		.pace_pct = 80,
+		.pace_max_ms = 10,
+		.wbm_pct = 90,
+		.wc_soft_pct = 80,
+		.wc_stop_pct = 90,
+		.wc_rate = 0,
+		.wc_recalc_ms = 10,
+		.steady_pct = 70,
+		.abusive_writers = 16,
+		.abusive_item_bytes = 512 * KIB,
+		.burst_ms = 20,
 		.csv_dir = NULL,
-		.modes = (1u << MODE_COUNT) - 1,
+		.modes = 0,
 		.workloads = (1u << WL_COUNT) - 1,
 		.seed = 0x5eed002,
 	};
@@ -1866,10 +2258,12 @@ int main(int argc, char **argv)
 		OPT_DURATION = 256, OPT_RUNS, OPT_QUICK, OPT_MODES,
 		OPT_WORKLOADS, OPT_CSV, OPT_SAMPLE, OPT_WRITERS, OPT_WRITE_US,
 		OPT_DEV_US, OPT_DEV_LAT, OPT_CHUNK, OPT_COMMIT, OPT_INTERVAL,
-		OPT_REF,
-		OPT_JIFFY, OPT_POOL, OPT_OTHER, OPT_FS, OPT_EXT, OPT_GLOBAL,
-		OPT_ITEM, OPT_HEAD, OPT_SEED, OPT_NO_THROTTLE, OPT_DIRTY_LIMIT,
-		OPT_DIRTY_BG, OPT_HELP, OPT_VERSION,
+		OPT_REF, OPT_JIFFY, OPT_POOL, OPT_OTHER, OPT_FS, OPT_EXT,
+		OPT_GLOBAL, OPT_ITEM, OPT_HEAD, OPT_SEED, OPT_NO_BG,
+		OPT_DIRTY_LIMIT, OPT_DIRTY_BG, OPT_PACE_PCT, OPT_PACE_MAX,
+		OPT_WBM_PCT, OPT_WC_SOFT, OPT_WC_STOP, OPT_WC_RATE,
+		OPT_WC_RECALC, OPT_STEADY, OPT_AB_WRITERS, OPT_AB_ITEM,
+		OPT_BURST, OPT_HELP, OPT_VERSION,
 	};
 	static const struct option opts[] = {
 		{ "duration-ms", required_argument, NULL, OPT_DURATION },
@@ -1896,15 +2290,25 @@ int main(int argc, char **argv)
 		{ "item-kib", required_argument, NULL, OPT_ITEM },
 		{ "head-kib", required_argument, NULL, OPT_HEAD },
 		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "no-dirty-throttle", no_argument, NULL, OPT_NO_THROTTLE },
+		{ "no-bg-writeback", no_argument, NULL, OPT_NO_BG },
 		{ "dirty-limit-kib", required_argument, NULL, OPT_DIRTY_LIMIT },
 		{ "dirty-bg-pct", required_argument, NULL, OPT_DIRTY_BG },
+		{ "pace-pct", required_argument, NULL, OPT_PACE_PCT },
+		{ "pace-max-ms", required_argument, NULL, OPT_PACE_MAX },
+		{ "wbm-pct", required_argument, NULL, OPT_WBM_PCT },
+		{ "wc-soft-pct", required_argument, NULL, OPT_WC_SOFT },
+		{ "wc-stop-pct", required_argument, NULL, OPT_WC_STOP },
+		{ "wc-rate-mib", required_argument, NULL, OPT_WC_RATE },
+		{ "wc-recalc-ms", required_argument, NULL, OPT_WC_RECALC },
+		{ "steady-pct", required_argument, NULL, OPT_STEADY },
+		{ "abusive-writers", required_argument, NULL, OPT_AB_WRITERS },
+		{ "abusive-item-kib", required_argument, NULL, OPT_AB_ITEM },
+		{ "burst-ms", required_argument, NULL, OPT_BURST },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct result res[WL_COUNT][MODE_COUNT][64];
-	struct summary sum[WL_COUNT][MODE_COUNT];
+	int order[WL_COUNT * MODE_COUNT][2], nr_order = 0;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1916,6 +2320,10 @@ int main(int argc, char **argv)
 		case OPT_QUICK: p.duration_ms = 1500; p.runs = 1; break;
 		case OPT_MODES:
 			p.modes = parse_list(optarg, mode_names, MODE_COUNT);
+			if (!p.modes) {
+				usage(stderr);
+				return 2;
+			}
 			break;
 		case OPT_WORKLOADS:
 			p.workloads = parse_list(optarg, workload_names,
@@ -1940,11 +2348,22 @@ int main(int argc, char **argv)
 		case OPT_ITEM: p.item_bytes = v * KIB; break;
 		case OPT_HEAD: p.head_bytes = v * KIB; break;
 		case OPT_SEED: p.seed = v; break;
-		case OPT_NO_THROTTLE: p.dirty_throttle = false; break;
+		case OPT_NO_BG: p.bg_writeback = false; break;
 		case OPT_DIRTY_LIMIT:
 			p.dirty_limit_pages = div_round_up(v * KIB, PAGE_BYTES);
 			break;
 		case OPT_DIRTY_BG: p.dirty_bg_pct = (unsigned)v; break;
+		case OPT_PACE_PCT: p.pace_pct = (unsigned)v; break;
+		case OPT_PACE_MAX: p.pace_max_ms = (unsigned)v; break;
+		case OPT_WBM_PCT: p.wbm_pct = (unsigned)v; break;
+		case OPT_WC_SOFT: p.wc_soft_pct = (unsigned)v; break;
+		case OPT_WC_STOP: p.wc_stop_pct = (unsigned)v; break;
+		case OPT_WC_RATE: p.wc_rate = v * MIB; break;
+		case OPT_WC_RECALC: p.wc_recalc_ms = (unsigned)v; break;
+		case OPT_STEADY: p.steady_pct = (unsigned)v; break;
+		case OPT_AB_WRITERS: p.abusive_writers = (unsigned)v; break;
+		case OPT_AB_ITEM: p.abusive_item_bytes = v * KIB; break;
+		case OPT_BURST: p.burst_ms = (unsigned)v; break;
 		case OPT_HELP: usage(stdout); return 0;
 		case OPT_VERSION:
 			printf("bench_stall (libspacersv) %s\n", srsv_version());
@@ -1958,94 +2377,159 @@ int main(int argc, char **argv)
 	}
 	p.inode_item_bytes = p.head_bytes;
 	if (!p.writers || p.writers > MAX_WRITERS || !p.runs || p.runs > 64 ||
-	    !p.duration_ms || !p.sample_ms || !p.modes || !p.workloads ||
+	    !p.duration_ms || !p.sample_ms || !p.workloads ||
 	    !p.wb_chunk_pages || p.fs_leaves < 1 || p.ext_leaves < 1 ||
 	    p.dirty_bg_pct >= 100 || !p.jiffy_us ||
-	    p.item_bytes < page_meta_need(&p)) {
-		fprintf(stderr, "stall: bad options (item must cover %" PRIu64
+	    !p.abusive_writers || p.abusive_writers > MAX_WRITERS ||
+	    !p.pace_pct || p.pace_pct > 99 || p.pace_max_ms > 1000 ||
+	    !p.wbm_pct || p.wbm_pct > 100 || p.wc_soft_pct >= p.wc_stop_pct ||
+	    p.wc_stop_pct > 100 || !p.wc_recalc_ms || !p.steady_pct ||
+	    p.item_bytes < page_meta_need(&p) ||
+	    p.abusive_item_bytes < page_meta_need(&p)) {
+		fprintf(stderr, "stall: bad options (an item must cover %" PRIu64
 			" KiB: two ref heads and a 3-node path)\n",
 			page_meta_need(&p) / KIB);
 		usage(stderr);
 		return 2;
 	}
 
-	printf("stall: %u writers, %" PRIu64 " ms x %u runs, pool %" PRIu64
-	       " MiB (used %" PRIu64 " MiB + trees), item %" PRIu64
-	       " KiB, write %u us, device %u us/MiB + %u us, commit %u us\n",
+	printf("stall: %u writers, %" PRIu64 " ms x %u rounds, pool %" PRIu64
+	       " MiB (used %" PRIu64 " MiB + trees, %" PRIu64 " MiB free), "
+	       "item %" PRIu64 " KiB, write %u us, device %u us/MiB + %u us "
+	       "(%.0f pages/s), commit %u us\n",
 	       p.writers, p.duration_ms, p.runs, p.pool_bytes / MIB,
-	       p.other_used_bytes / MIB, p.item_bytes / KIB, p.write_us,
-	       p.dev_us_per_mib, p.dev_lat_us, p.commit_us);
-	if (p.dirty_throttle) {
-		uint64_t lim = dirty_limit_pages(&p);
+	       p.other_used_bytes / MIB, free_meta_bytes(&p) / MIB,
+	       p.item_bytes / KIB, p.write_us, p.dev_us_per_mib, p.dev_lat_us,
+	       dev_pages_per_s(&p), p.commit_us);
+	printf("policies: pace from %u%% (longest delay %u ms); wbm stall at "
+	       "%u%%; wc delay at %u%%, stop at %u%%, rate %.0f MiB/s, "
+	       "recalculated every %u ms; steady %u%% of the device; abusive "
+	       "%u writers x %" PRIu64 " KiB in %u ms bursts; background "
+	       "writeback %s\n", p.pace_pct, p.pace_max_ms, p.wbm_pct,
+	       p.wc_soft_pct, p.wc_stop_pct,
+	       (p.wc_rate ? (double)p.wc_rate :
+			    dev_pages_per_s(&p) * PAGE_BYTES) / MIB,
+	       p.wc_recalc_ms, p.steady_pct, p.abusive_writers,
+	       p.abusive_item_bytes / KIB, p.burst_ms,
+	       p.bg_writeback ? "on" : "off");
+	print_load("start");
 
-		printf("dirty throttle: limit %" PRIu64 " pages (%" PRIu64
-		       " KiB; their reservations %" PRIu64 " MiB + a "
-		       "transaction's max pinned %" PRIu64 " MiB + a "
-		       "writeback pass's refs %" PRIu64 " MiB vs free "
-		       "metadata %" PRIu64 " MiB), background %" PRIu64
-		       ", freerun %" PRIu64 "\n", lim, lim * PAGE_BYTES / KIB,
-		       lim * p.item_bytes / MIB, cow_max_bytes(&p) / MIB,
-		       pass_refs_bytes(&p) / MIB,
-		       free_meta_bytes(&p) / MIB, lim * p.dirty_bg_pct / 100,
-		       (lim + lim * p.dirty_bg_pct / 100) / 2);
-	} else {
-		printf("dirty throttle: off (no balance_dirty_pages, no "
-		       "background writeback)\n");
-	}
-	printf("%-8s %-8s %9s %8s %8s %9s %9s %9s %8s %6s %7s %10s %6s\n",
-	       "workload", "mode", "ops/s", "blocked", "throttl", "p50(us)",
-	       "p99(us)", "max(us)", "tickets", "async", "preempt",
-	       "commits(tmr/pre)", "device");
-
-	memset(sum, 0, sizeof(sum));
-	for (int wl = 0; wl < WL_COUNT; wl++) {
-		if (!(p.workloads & (1u << wl)))
-			continue;
-		for (int m = 0; m < MODE_COUNT; m++) {
-			if (!(p.modes & (1u << m)))
-				continue;
-			for (unsigned run = 0; run < p.runs; run++) {
-				char path[4096];
-				int ret;
-
-				snprintf(path, sizeof(path),
-					 "%s/stall-%s-%s.run%u.csv",
-					 p.csv_dir ? p.csv_dir : ".",
-					 workload_names[wl], mode_names[m], run);
-				ret = run_once(&p, wl, m, run, &res[wl][m][run],
-					       p.csv_dir ? path : NULL);
-				if (ret)
-					return 1;
-			}
-			summarise(res[wl][m], p.runs, &sum[wl][m]);
-			if (p.csv_dir)
-				keep_median_timeline(&p, wl, m,
-						     sum[wl][m].median_run);
-			print_summary(wl, m, &sum[wl][m]);
-			fflush(stdout);
-		}
-	}
 	for (int wl = 0; wl < WL_COUNT; wl++)
 		for (int m = 0; m < MODE_COUNT; m++)
-			if (sum[wl][m].have)
-				print_flushes(wl, m, &sum[wl][m]);
+			if (modes_of(&p, wl) & (1u << m)) {
+				order[nr_order][0] = wl;
+				order[nr_order][1] = m;
+				nr_order++;
+			}
+	/*
+	 * Rounds: every policy once per round, in reverse order every
+	 * other round, so that a machine slowing down (other jobs) hurts
+	 * all alike, and the ratios are of runs made side by side.
+	 */
+	for (unsigned run = 0; run < p.runs; run++) {
+		for (int k = 0; k < nr_order; k++) {
+			int i = run % 2 ? nr_order - 1 - k : k;
+			int wl = order[i][0], m = order[i][1];
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/stall-%s-%s.run%u.csv",
+				 p.csv_dir ? p.csv_dir : ".",
+				 workload_names[wl], mode_names[m], run);
+			if (run_once(&p, wl, m, run, &res[wl][m][run],
+				     p.csv_dir ? path : NULL))
+				return 1;
+		}
+		fprintf(stderr, "stall: round %u of %u done\n", run + 1,
+			p.runs);
+	}
+	print_load("end");
+	print_header();
+	for (int i = 0; i < nr_order; i++) {
+		int wl = order[i][0], m = order[i][1];
+
+		summarise(res[wl][m], p.runs, &sum[wl][m]);
+		if (p.csv_dir)
+			keep_median_timeline(&p, wl, m, sum[wl][m].median_run);
+		print_summary(wl, m, &sum[wl][m]);
+	}
+	for (int i = 0; i < nr_order; i++)
+		print_flushes(order[i][0], order[i][1],
+			      &sum[order[i][0]][order[i][1]]);
 
 	{
-		const struct summary *bt = &sum[WL_BUFFERED][MODE_TICKETS];
-		const struct summary *ba = &sum[WL_BUFFERED][MODE_ADAPTIVE];
-		const struct summary *dt = &sum[WL_DIO][MODE_TICKETS];
-		const struct summary *da = &sum[WL_DIO][MODE_ADAPTIVE];
-		double a = NAN, b = NAN, cr = NAN, d = NAN;
+#define S(wl, m) (&sum[WL_##wl][MODE_##m])
+#define R(wl, m) (res[WL_##wl][MODE_##m])
+#define HAVE2(wl, a, b) (S(wl, a)->have && S(wl, b)->have)
+		unsigned n = p.runs;
+		struct ratio tp = ratio_of("throughput_ratio", R(BUFFERED, ADAPTIVE),
+			R(BUFFERED, TICKETS), n, get_ops,
+			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
+		struct ratio p99 = ratio_of("p99_ratio", R(BUFFERED, ADAPTIVE),
+			R(BUFFERED, TICKETS), n, get_p99,
+			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
+		struct ratio cr = ratio_of("commit_ratio", R(BUFFERED, ADAPTIVE),
+			R(BUFFERED, TICKETS), n, get_commits,
+			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
+		struct ratio dio = ratio_of("dio_ratio", R(DIO, ADAPTIVE),
+			R(DIO, TICKETS), n, get_ops,
+			HAVE2(DIO, ADAPTIVE, TICKETS));
+		struct ratio pwc = ratio_of("pace_p99_vs_wc", R(BUFFERED, PACE),
+			R(BUFFERED, WC), n, get_p99, HAVE2(BUFFERED, PACE, WC));
+		struct ratio ptk = ratio_of("pace_p99_vs_tickets",
+			R(BUFFERED, PACE), R(BUFFERED, TICKETS), n, get_p99,
+			HAVE2(BUFFERED, PACE, TICKETS));
+		struct ratio ptp = { "pace_tput_vs_best", NAN, NAN, NAN };
+		struct ratio cag = ratio_of("clamp_abusive_gain",
+			R(ABUSIVE, ADAPTIVE), R(ABUSIVE, CLAMP1), n, get_ops,
+			HAVE2(ABUSIVE, ADAPTIVE, CLAMP1));
+		struct ratio cap = ratio_of("clamp_abusive_p99",
+			R(ABUSIVE, ADAPTIVE), R(ABUSIVE, CLAMP1), n, get_p99,
+			HAVE2(ABUSIVE, ADAPTIVE, CLAMP1));
+		struct ratio cst = ratio_of("clamp_steady_tput",
+			R(STEADY, ADAPTIVE), R(STEADY, CLAMP1), n, get_ops,
+			HAVE2(STEADY, ADAPTIVE, CLAMP1));
+		struct ratio csf = ratio_of("clamp_steady_flush_vs_c8",
+			R(STEADY, ADAPTIVE), R(STEADY, CLAMP8), n, get_flushes,
+			HAVE2(STEADY, ADAPTIVE, CLAMP8));
+		double max_stall = S(BUFFERED, PACE)->have ?
+				   S(BUFFERED, PACE)->max / NSEC_PER_MSEC : NAN;
+		static const int peers[] = { MODE_TICKETS, MODE_WBM, MODE_WC };
+		int best = -1;
 
-		if (bt->have && ba->have) {
-			a = ba->ops / bt->ops;
-			b = bt->p99 ? ba->p99 / bt->p99 : NAN;
-			cr = bt->commits ? ba->commits / bt->commits : NAN;
+		/* The best peer: the highest median throughput of the three. */
+		for (size_t i = 0; i < sizeof(peers) / sizeof(peers[0]); i++)
+			if (sum[WL_BUFFERED][peers[i]].have &&
+			    (best < 0 || sum[WL_BUFFERED][peers[i]].ops >
+					 sum[WL_BUFFERED][best].ops))
+				best = peers[i];
+		if (best >= 0 && S(BUFFERED, PACE)->have) {
+			ptp = ratio_of("pace_tput_vs_best", R(BUFFERED, PACE),
+				       res[WL_BUFFERED][best], n, get_ops, true);
+			printf("best peer on throughput: %s\n", mode_names[best]);
 		}
-		if (dt->have && da->have)
-			d = da->ops / dt->ops;
+		printf("ratios (of medians; spread = the same ratio per round):\n");
+		print_ratio(&tp);
+		print_ratio(&p99);
+		print_ratio(&cr);
+		print_ratio(&dio);
+		print_ratio(&pwc);
+		print_ratio(&ptk);
+		print_ratio(&ptp);
+		print_ratio(&cag);
+		print_ratio(&cap);
+		print_ratio(&cst);
+		print_ratio(&csf);
 		printf("summary: throughput_ratio=%.2f p99_ratio=%.3f "
-		       "commit_ratio=%.2f dio_ratio=%.3f\n", a, b, cr, d);
+		       "commit_ratio=%.2f dio_ratio=%.3f pace_p99_vs_wc=%.3f "
+		       "pace_p99_vs_tickets=%.3f pace_tput_vs_best=%.3f "
+		       "max_stall_ms=%.2f clamp_abusive_gain=%.3f "
+		       "clamp_abusive_p99=%.3f clamp_steady_tput=%.3f "
+		       "clamp_steady_flush_vs_c8=%.3f\n", tp.med, p99.med,
+		       cr.med, dio.med, pwc.med, ptk.med, ptp.med, max_stall,
+		       cag.med, cap.med, cst.med, csf.med);
+#undef S
+#undef R
+#undef HAVE2
 	}
 	return 0;
 }

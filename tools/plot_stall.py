@@ -5,13 +5,13 @@
 bench_stall --csv-dir DIR writes DIR/stall-<workload>-<mode>.csv, one row
 every --sample-ms: t_ms, may_use, pinned, used, total, clamp, delalloc,
 ordered, queued_tickets, ops, delayed_refs_rsv, commits, dirty_pages,
-wb_pages, blocked_ms, throttled_ms, write_bw (the last five since the dirty
-throttle; older files without them still plot).  This script draws, for one
+wb_pages, blocked_ms, throttled_ms, write_bw, paced_ms (older files without
+the last ones still plot).  This script draws, for one
 workload, one panel per mode (tickets-only first): the pool's may_use,
 pinned and delayed-refs bytes, the reservations of the dirty and
 under-writeback pages, and the writers' throughput, with the time tickets
 were queued shaded; a panel with the share of writer time blocked in a
-reservation (solid) and paused by the dirty throttle (dashed), per mode;
+reservation (solid) and stalled or delayed by a peer policy (dashed) or paced (dotted);
 and a last panel with the preemptive clamp.  Several result directories
 (e.g. two regimes) become side-by-side columns.
 
@@ -47,11 +47,15 @@ def tool_version():
         return "unknown"
 
 
-MODES = ("tickets", "clamp1", "adaptive")
+MODES = ("tickets", "clamp1", "clamp8", "adaptive", "pace", "wbm", "wc")
 LABELS = {
     "tickets": "preemptive off (tickets only)",
     "clamp1": "preemptive, clamp fixed at 1",
+    "clamp8": "preemptive, clamp fixed at 8",
     "adaptive": "preemptive, adaptive clamp (default)",
+    "pace": "adaptive + the library's pacing",
+    "wbm": "adaptive + RocksDB WriteBufferManager stall",
+    "wc": "adaptive + RocksDB WriteController delay",
 }
 MIB = float(1 << 20)
 
@@ -88,27 +92,27 @@ def window(cols, lo, hi):
     return {k: [v[i] for i in keep] for k, v in cols.items()}
 
 
-def load_dir(csv_dir, workload, lo, hi, writers, smooth):
+def load_dir(csv_dir, workload, lo, hi, writers, smooth, modes=MODES):
     data = {}
-    for m in MODES:
+    for m in modes:
         path = os.path.join(csv_dir, f"stall-{workload}-{m}.csv")
         if os.path.exists(path):
             cols = load(path)
             if cols:
                 cols["kops"] = rate(cols["t_ms"], cols["ops"])
-                for k in ("blocked_ms", "throttled_ms"):
+                for k in ("blocked_ms", "throttled_ms", "paced_ms"):
                     if k in cols:
                         cols[k + "_share"] = share(cols["t_ms"], cols[k],
                                                    writers, smooth)
                 data[m] = window(cols, lo, hi)
-    if "tickets" not in data:
-        sys.exit(f"plot_stall: no stall-{workload}-tickets.csv in {csv_dir}")
+    if not data:
+        sys.exit(f"plot_stall: no stall-{workload}-*.csv in {csv_dir}")
     return data
 
 
 def draw_column(axes, data, workload, title, item):
     """Draw one result directory; return the counters' legend entries."""
-    modes = [m for m in MODES if m in data]
+    modes = list(data)
     legend = ([], [])
     ymax = max(max(d["total"]) - min(d["used"]) for d in data.values()) / MIB
     kmax = max(max(d["kops"]) for d in data.values()) * 1.05
@@ -161,7 +165,8 @@ def draw_column(axes, data, workload, title, item):
         ax.set_visible(False)
     axs = axes[-2]
     colors = {"tickets": "tab:red", "clamp1": "tab:gray",
-              "adaptive": "tab:blue"}
+              "clamp8": "tab:olive", "adaptive": "tab:blue",
+              "pace": "tab:green", "wbm": "tab:purple", "wc": "tab:brown"}
     for m in modes:
         d = data[m]
         if "blocked_ms_share" in d:
@@ -170,7 +175,11 @@ def draw_column(axes, data, workload, title, item):
                      label=f"{m}: blocked in reservation")
             axs.plot(d["t_ms"], [100 * x for x in d["throttled_ms_share"]],
                      color=colors[m], lw=1.0, ls="--",
-                     label=f"{m}: dirty throttle")
+                     label=f"{m}: stalled or delayed (peer)")
+        if "paced_ms_share" in d and max(d["paced_ms_share"]) > 0:
+            axs.plot(d["t_ms"], [100 * x for x in d["paced_ms_share"]],
+                     color=colors[m], lw=1.0, ls=":",
+                     label=f"{m}: paced (in the reservation)")
     axs.set_ylim(0, 105)
     axs.set_ylabel("% of writer time")
     if axs.lines:
@@ -222,6 +231,8 @@ def main():
                     help="bench_stall --writers (for the time shares)")
     ap.add_argument("--item-kib", type=int, default=256,
                     help="bench_stall --item-kib (reservation per page)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="comma-separated modes, in panel order")
     ap.add_argument("--smooth", type=int, default=5,
                     help="samples averaged in the time shares")
     args = ap.parse_args()
@@ -233,7 +244,9 @@ def main():
     titles = args.titles.split(",") if args.titles else []
     titles += [""] * (len(args.csv_dirs) - len(titles))
 
-    columns = [load_dir(d, args.workload, lo, hi, args.writers, args.smooth)
+    modes = [m for m in args.modes.split(",") if m in LABELS]
+    columns = [load_dir(d, args.workload, lo, hi, args.writers, args.smooth,
+                        modes)
                for d in args.csv_dirs]
     rows = max(len(c) for c in columns) + 2
     fig, axes = plt.subplots(rows, len(columns), sharex="col", squeeze=False,
