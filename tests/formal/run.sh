@@ -131,7 +131,25 @@ if [ "$long" = true ]; then
 	check model may_use-4x1          $M safety  "-DNPROC=4 -DROUNDS=1"
 fi
 
-[ -f "$here/more.sh" ] && . "$here/more.sh"
+# --- ticket_end.pml: a ticket's end racing grant, cancel, timeout, shutdown -------
+T=ticket_end.pml
+check model  ticket-2                 $T safety   ""
+check model  ticket-shutdown          $T safety   "-DSHUTDOWN"
+check model  ticket-nowait            $T safety   "-DNOWAITER"
+check model  ticket-api-cancel        $T safety   "-DTICKET_API -DCANCEL"
+check model  ticket-api-cancel-shutdown $T safety "-DTICKET_API -DCANCEL -DSHUTDOWN"
+check model  ticket-shutdown-nowait   $T safety   "-DSHUTDOWN -DNOWAITER"
+check model  ticket-shutdown-progress $T progress "-DSHUTDOWN"
+check mutant ticket-timeout-no-recheck $T safety  "-DMUTANT_TIMEOUT_NO_RECHECK"
+check mutant ticket-cancel-no-check   $T safety   "-DTICKET_API -DCANCEL -DMUTANT_CANCEL_NO_CHECK"
+check mutant ticket-no-grant-after-queue $T safety "-DMUTANT_NO_GRANT_AFTER_QUEUE"
+check mutant ticket-release-no-grant  $T safety   "-DMUTANT_RELEASE_NO_GRANT"
+check mutant ticket-shutdown-no-wait  $T safety   "-DSHUTDOWN -DMUTANT_SHUTDOWN_NO_WAIT"
+check mutant ticket-active-late       $T safety   "-DSHUTDOWN -DMUTANT_ACTIVE_LATE"
+if [ "$long" = true ]; then
+	check model ticket-all         $T safety  "-DTICKET_API -DCANCEL -DSHUTDOWN -DNOWAITER"
+	check model ticket-all-progress $T progress "-DTICKET_API -DCANCEL -DSHUTDOWN -DNOWAITER"
+fi
 
 echo "summary: models=$models passed=$passed mutants=$mutants caught=$caught"
 [ "$passed" -eq "$models" ] && [ "$caught" -eq "$mutants" ]
