@@ -579,6 +579,30 @@ START_TEST(test_shutdown_completes_all)
 }
 END_TEST
 
+/* srsv_ctx_set_error() ends queued async tickets with its error. */
+START_TEST(test_set_error_posts)
+{
+	struct srsv_ctx *ctx = make_ctx(MANUAL, flush_nothing);
+	struct srsv_space *md = meta(ctx);
+	struct srsv_async *q;
+	struct srsv_ticket t;
+
+	ck_assert_int_eq(srsv_async_create(ctx, &q), 0);
+	fill(md, POOL);
+	ck_assert_int_eq(queue_async(q, md, &t, 4 * KiB, UINT64_MAX),
+			 -EINPROGRESS);
+	ck_assert_int_eq(srsv_ctx_set_error(ctx, -EIO), 0);
+	ck_assert(readable(srsv_async_fd(q), 0));
+	ck_assert_int_eq(reap_one(q, &t), -EIO);
+	/* Reservations that would wait now fail at once, nothing posted. */
+	ck_assert_int_eq(queue_async(q, md, &t, 4 * KiB, UINT64_MAX), -EIO);
+	ck_assert(!readable(srsv_async_fd(q), 0));
+	ck_assert_uint_eq(may_use(md), POOL);
+	ck_assert_int_eq(srsv_async_destroy(q), 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 /* The callback runs in the reaping thread, no library lock held: it can
  * reserve (even flushing modes) and release. */
 struct cb_state {
@@ -1244,6 +1268,7 @@ static Suite *async_suite(void)
 	tcase_add_test(c, test_timeout_earlier_deadline);
 	tcase_add_test(c, test_shutdown_completes_all);
 	tcase_add_test(c, test_callback_in_reaper);
+	tcase_add_test(c, test_set_error_posts);
 	tcase_add_test(c, test_priority_async_walk);
 	tcase_add_test(c, test_may_wait_mode);
 	tcase_add_test(c, test_bad_input);
