@@ -1141,6 +1141,16 @@ int model_space_set_full(struct model *m, int pool, bool full)
 	return 0;
 }
 
+int model_space_enable_state(struct model *m, int pool, int state)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p || state < 0 || state >= SRSV_STATE_COUNT)
+		return -EINVAL;
+	p->disabled &= state ? ~(UINT64_C(1) << state) : 0;
+	return 0;
+}
+
 /* ---- block reservations ---- */
 
 static struct model_rsv *rsv_of(struct model *m, int rsv)

@@ -261,6 +261,8 @@ int model_space_set_readonly(struct model *m, int pool, uint64_t bytes,
 			     bool force);
 int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes);
 int model_space_set_full(struct model *m, int pool, bool full);
+/* srsv_space_enable_state(): call @state (0: every state) again. */
+int model_space_enable_state(struct model *m, int pool, int state);
 
 /* ---- block reservations (rsv: index into m->rsvs) ---- */
 

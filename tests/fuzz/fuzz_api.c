@@ -573,6 +573,14 @@ static void compare_space(int pool)
 		EQ("flushes[state]", a.flushes[s], b.flushes[s]);
 		EQ("preempt_flushes[state]", a.preempt_flushes[s], 0);
 	}
+	{
+		struct srsv_space_stats st;
+
+		EQ("get_stats", srsv_space_get_stats(lib_space(pool), &st), 0);
+		for (int s = 0; s < SRSV_STATE_COUNT; s++)
+			EQ("state disabled", st.states[s].disabled,
+			   (F.m.pools[mp].disabled >> s) & 1);
+	}
 	EQ("queued tickets", ln, mn);
 	for (size_t i = 0; i < ln && i < MODEL_TICKETS + 2; i++) {
 		EQ("ticket bytes", lt[i].bytes, mt[i].bytes);
@@ -1023,6 +1031,16 @@ static void op_set_full(void)
 
 	EQ("set_full", srsv_space_set_full(lib_space(pool), full),
 	   model_space_set_full(&F.m, mdl_pool(pool), full));
+}
+
+static void op_enable_state(void)
+{
+	int pool = rd_pool();
+	/* -1 and SRSV_STATE_COUNT are bad input; 0 means every state. */
+	int state = (int)(rd8() % (SRSV_STATE_COUNT + 2)) - 1;
+
+	EQ("enable_state", srsv_space_enable_state(lib_space(pool), state),
+	   model_space_enable_state(&F.m, mdl_pool(pool), state));
 }
 
 static void op_set_unallocated(void)
@@ -1477,7 +1495,7 @@ enum {
 	OP_RSV_ADD, OP_RSV_REFILL, OP_RSV_USE, OP_RSV_MIGRATE, OP_RSV_CHECK,
 	OP_RSV_RELEASE, OP_RSV_FALLBACK, OP_RSV_FAILFAST, OP_GLOBAL,
 	OP_QUOTA_CREATE, OP_QUOTA, OP_ZONED_INIT, OP_ZONE_ADD, OP_ZONE,
-	OP_RESCRIPT, OP_COUNT
+	OP_ENABLE_STATE, OP_RESCRIPT, OP_COUNT
 };
 
 static const struct {
@@ -1515,6 +1533,7 @@ static const struct {
 	[OP_ZONED_INIT] = { "zoned_init", 3 },
 	[OP_ZONE_ADD] = { "zone_group_add", 6 },
 	[OP_ZONE] = { "zone", 20 },
+	[OP_ENABLE_STATE] = { "space_enable_state", 2 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -1545,6 +1564,7 @@ static void run_op(int op)
 	case OP_TRANSITION: op_transition(rd8() % 8); break;
 	case OP_READONLY: op_set_readonly(); break;
 	case OP_FULL: op_set_full(); break;
+	case OP_ENABLE_STATE: op_enable_state(); break;
 	case OP_UNALLOC: op_set_unallocated(); break;
 	case OP_DELALLOC: op_account_delalloc(); break;
 	case OP_ERROR: op_set_error(); break;
