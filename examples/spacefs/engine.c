@@ -845,6 +845,9 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 
 	srsv_config_init(&sc);
 	sc.flags = cfg->preempt ? 0 : SRSV_CTX_NO_PREEMPT;
+	/* Writers slowed smoothly before the metadata pool fills (design.md,
+	 * "Pacing"); the cache limit above stays the bound on dirty memory. */
+	sc.pace_start_pct = cfg->pace_pct;
 	sc.flush = flush_cb;
 	sc.user = fs;
 	/* The pools start empty: their first chunks are block groups. */

@@ -408,6 +408,7 @@ static const struct fuse_operations ops = {
 struct options {
 	char *backing, *capacity, *meta, *cache, *trace, *log;
 	int preempt;
+	int pace;
 	int commit;
 	int help;
 	struct sfs_config *cfg;
@@ -425,6 +426,7 @@ static const struct fuse_opt spec[] = {
 	OPT("trace=%s", trace),
 	OPT("log=%s", log),
 	OPT("preempt=%d", preempt),
+	OPT("pace=%d", pace),
 	OPT("commit=%d", commit),
 	FUSE_OPT_KEY("tenant=", KEY_TENANT),
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -481,6 +483,9 @@ static void usage(const char *prog)
 	       "  -o meta=SIZE          initial metadata pool (default 16M)\n"
 	       "  -o cache=SIZE         write-back cache, dirty bytes (default 64M)\n"
 	       "  -o preempt=0|1        preemptive flushing (default 1)\n"
+	       "  -o pace=PCT           pace metadata reservations from PCT%% of\n"
+	       "                        the pool's room (library pacing; default 0:\n"
+	       "                        off)\n"
 	       "  -o commit=SECS        periodic commit, 0 = off (default 30)\n"
 	       "  -o tenant=NAME:SIZE   quota of top-level directory NAME (repeatable)\n"
 	       "  -o trace=FILE         log flushes, commits, chunks and refusals\n"
@@ -505,6 +510,9 @@ static int parse_sizes(struct options *o, struct sfs_config *cfg)
 		return -1;
 	cfg->commit_interval = (unsigned)o->commit;
 	cfg->preempt = o->preempt != 0;
+	if (o->pace < 0 || o->pace > 99)
+		return -1;
+	cfg->pace_pct = (unsigned)o->pace;
 	cfg->backing = o->backing;
 	cfg->trace_path = o->trace;
 	return 0;

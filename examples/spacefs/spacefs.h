@@ -61,6 +61,9 @@ struct sfs_config {
 	uint64_t meta_bytes;	/**< initial metadata pool size */
 	uint64_t cache_bytes;	/**< write-back cache size (dirty bytes) */
 	bool preempt;		/**< preemptive flushing */
+	unsigned pace_pct;	/**< the library's pacing of metadata
+				 *   reservations from this % of the room
+				 *   (srsv_config::pace_start_pct); 0: off */
 	unsigned commit_interval; /**< seconds between periodic commits, 0 off */
 	const char *trace_path;	/**< event log, or NULL */
 	uint64_t fd_budget;	/**< backing fds kept open before idle ones

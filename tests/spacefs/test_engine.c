@@ -426,6 +426,21 @@ static void verify_blocks(struct sfs *fs, struct sfs_file *f)
 	}
 }
 
+/* A pace= the library refuses fails the mount, and leaves nothing. */
+START_TEST(test_pace_bad)
+{
+	struct tmpfs t;
+
+	setup(&t, 64 * MiB, 1 * MiB, 256 * KiB);
+	t.cfg.pace_pct = 100;
+	ck_assert_int_eq(sfs_mount(&t.cfg, &t.fs), -EINVAL);
+	ck_assert_ptr_null(t.fs);
+	t.cfg.pace_pct = 99;
+	do_mount(&t);
+	teardown(&t);
+}
+END_TEST
+
 START_TEST(test_concurrent_writers)
 {
 	struct writer w[NR_WRITERS];
@@ -436,7 +451,9 @@ START_TEST(test_concurrent_writers)
 	 * metadata pool (sixteen extents' worth): writers throttle and wait
 	 * on metadata tickets all the time. */
 	setup(&t, 64 * MiB, 1 * MiB, 256 * KiB);
-	t.cfg.preempt = _i;
+	t.cfg.preempt = _i != 0;
+	/* The third run adds the library's pacing (pace=50). */
+	t.cfg.pace_pct = _i == 2 ? 50 : 0;
 	do_mount(&t);
 	f = create(t.fs, "/shared");
 	for (unsigned i = 0; i < NR_WRITERS; i++) {
@@ -449,7 +466,8 @@ START_TEST(test_concurrent_writers)
 		ck_assert_int_eq(w[i].err, 0);
 	}
 	verify_blocks(t.fs, f);
-	ck_assert_uint_gt(snap(t.fs, "meta.tickets"), 0);
+	if (_i < 2)
+		ck_assert_uint_gt(snap(t.fs, "meta.tickets"), 0);
 	ck_assert_uint_gt(snap(t.fs, "cow_pinned_pages"), 0);
 	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
 	verify_blocks(t.fs, f);
@@ -633,8 +651,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_namespace_items);
 	tcase_add_test(tc, test_small_files_share_leaves);
 	tcase_add_test(tc, test_fd_budget);
-	/* Without and with preemptive flushing. */
-	tcase_add_loop_test(tc, test_concurrent_writers, 0, 2);
+	tcase_add_test(tc, test_pace_bad);
+	/* Without and with preemptive flushing, then with pacing. */
+	tcase_add_loop_test(tc, test_concurrent_writers, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }
