@@ -27,7 +27,7 @@
  * answer to "did it block?".
  *
  * Usage: async_epoll [--clients N] [--requests N] [--bytes N]
- *                    [--pool-kib N] [--flush-us N]
+ *                    [--pool-kib N] [--flush-us N] [--require-wait]
  * Exit status: 0 when every check passed, 1 otherwise.
  */
 #include <errno.h>
@@ -209,13 +209,15 @@ int main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' },
 		{ "pool-kib", required_argument, NULL, 'p' },
 		{ "flush-us", required_argument, NULL, 'f' },
+		{ "require-wait", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const char usage[] = "usage: async_epoll [--clients N] "
 		"[--requests N] [--bytes N] [--pool-kib N] [--flush-us N]\n"
-		"                   [--help] [--version]\n";
+		"                   [--require-wait] [--help] [--version]\n";
+	bool require_wait = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -227,6 +229,11 @@ int main(int argc, char **argv)
 		case 'b': v = &bytes; break;
 		case 'p': v = &pool_kib; break;
 		case 'f': v = &flush_us; break;
+		case 'w':
+			/* Fail unless some request waited on the queue (the
+			 * test's proof that the asynchronous path ran). */
+			require_wait = true;
+			continue;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -389,6 +396,10 @@ int main(int argc, char **argv)
 	       "loop itself never waits for space)\n", srv.eng.flushes,
 	       srv.turns, srv.turns ? srv.turn_ns / 1e3 / srv.turns : 0.0,
 	       srv.max_turn_ns / 1e3);
+	if (require_wait && !srv.served_later) {
+		fprintf(stderr, "async_epoll: no request waited\n");
+		bad = 1;
+	}
 	ret = srsv_async_destroy(srv.q);
 	srsv_ctx_destroy(srv.ctx);
 	if (ret)
