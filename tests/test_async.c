@@ -1144,7 +1144,8 @@ START_TEST(test_thread_hook_and_names)
 	ck_assert_int_eq(srsv_async_destroy(q), 0);
 	srsv_ctx_destroy(ctx);
 	pthread_mutex_lock(&hook_lock);
-	ck_assert_int_eq(hook_calls, 4);
+	/* At least the four threads of today (a new one must be named too). */
+	ck_assert_int_ge(hook_calls, 4);
 	ck_assert(has_name("srsv-flush-md"));
 	ck_assert(has_name("srsv-flush-data"));
 	ck_assert(has_name("srsv-preempt"));
