@@ -9,6 +9,7 @@
  * quota).  All in manual mode: every flush runs inline, deterministic.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1055,6 +1056,119 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* ---- real threads: extents in and out while commits return groups ---- */
+
+#define THR_N 4
+#define THR_ROUNDS 2000
+#define THR_GROUP (4 * MIB)
+
+struct thr {
+	struct srsv_ctx *ctx;
+	unsigned id;
+	volatile int *stop;
+	uint64_t *trans;	/* current transaction, read under trans_lock */
+	pthread_mutex_t *trans_lock;
+	uint64_t held;		/* bytes this thread still has placed */
+};
+
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	uint64_t at[64], bytes[64];
+	unsigned nr = 0;
+
+	for (unsigned r = 0; r < THR_ROUNDS; r++) {
+		uint64_t start;
+
+		if (nr < 64 && (r % 3 != 2 || !nr)) {
+			uint64_t b = (uint64_t)(1 + (r + t->id) % 16) * 4096;
+
+			if (srsv_bgroup_find_free(t->ctx, SRSV_POOL_DATA, b,
+						  &start) ||
+			    srsv_bgroup_alloc(t->ctx, SRSV_POOL_DATA, start, b))
+				continue;	/* raced: someone took it */
+			at[nr] = start;
+			bytes[nr++] = b;
+			t->held += b;
+		} else {
+			uint64_t trans;
+
+			nr--;
+			pthread_mutex_lock(t->trans_lock);
+			trans = *t->trans;
+			ck_assert_int_eq(srsv_bgroup_free(t->ctx, SRSV_POOL_DATA,
+					 at[nr], bytes[nr], trans), 0);
+			pthread_mutex_unlock(t->trans_lock);
+			t->held -= bytes[nr];
+		}
+	}
+	while (nr--) {
+		pthread_mutex_lock(t->trans_lock);
+		ck_assert_int_eq(srsv_bgroup_free(t->ctx, SRSV_POOL_DATA, at[nr],
+						  bytes[nr], *t->trans), 0);
+		pthread_mutex_unlock(t->trans_lock);
+		t->held -= bytes[nr];
+	}
+	return NULL;
+}
+
+START_TEST(test_threads)
+{
+	struct srsv_ctx *ctx = make_ctx(64 * GIB, 64 * MIB);
+	pthread_mutex_t trans_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct thr t[THR_N];
+	pthread_t tid[THR_N];
+	volatile int stop = 0;
+	uint64_t trans = 1, from = 0, used = 0;
+	struct srsv_bgroup_info info;
+	int returned = 0;
+
+	for (int i = 0; i < 32; i++)
+		ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_DATA,
+						 (uint64_t)i * THR_GROUP,
+						 THR_GROUP), 0);
+	for (unsigned i = 0; i < THR_N; i++) {
+		t[i] = (struct thr){ .ctx = ctx, .id = i, .stop = &stop,
+				     .trans = &trans,
+				     .trans_lock = &trans_lock };
+		ck_assert_int_eq(pthread_create(&tid[i], NULL, thr_main, &t[i]),
+				 0);
+	}
+	/* The committer: transactions end while the threads work. */
+	for (int c = 0; c < 200; c++) {
+		struct srsv_statfs st;
+		uint64_t done;
+		int ret;
+
+		pthread_mutex_lock(&trans_lock);
+		done = trans++;
+		pthread_mutex_unlock(&trans_lock);
+		ret = srsv_ctx_commit_done(ctx, done);
+		ck_assert_int_ge(ret, 0);
+		returned += ret;
+		ck_assert_int_eq(srsv_ctx_statfs(ctx, &st), 0);
+	}
+	for (unsigned i = 0; i < THR_N; i++)
+		ck_assert_int_eq(pthread_join(tid[i], NULL), 0);
+	ck_assert_int_ge(srsv_ctx_commit_done(ctx, trans), 0);
+	/* Nothing lost: every group is empty, and every group that went is
+	 * back in unallocated. */
+	while (!srsv_bgroup_next(ctx, from, &info)) {
+		used += info.used + info.pinned;
+		from = info.start + info.length;
+	}
+	ck_assert_uint_eq(used, 0);
+	for (unsigned i = 0; i < THR_N; i++)
+		ck_assert_uint_eq(t[i].held, 0);
+	ck_assert_uint_eq(srsv_ctx_unallocated(ctx) +
+			  snap(ctx, SRSV_POOL_DATA).total, 64 * GIB);
+	ck_assert_uint_eq(snap(ctx, SRSV_POOL_DATA).total,
+			  bstats(ctx).nr_groups * THR_GROUP);
+	(void)returned;
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 static Suite *bgroup_suite(void)
 {
 	Suite *s = suite_create("bgroup");
@@ -1064,6 +1178,7 @@ static Suite *bgroup_suite(void)
 	TCase *statfs = tcase_create("statfs");
 	TCase *fidelity = tcase_create("fidelity");
 	TCase *bad = tcase_create("bad_input");
+	TCase *threads = tcase_create("threads");
 
 	tcase_add_test(groups, test_add_takes_unallocated);
 	tcase_add_test(groups, test_add_raid_factor);
@@ -1086,12 +1201,14 @@ static Suite *bgroup_suite(void)
 	tcase_add_test(fidelity, test_unpin_refills_global_first);
 	tcase_add_test(fidelity, test_delalloc_enospc_before_edquot);
 	tcase_add_test(bad, test_bad_input);
+	tcase_add_test(threads, test_threads);
 	suite_add_tcase(s, groups);
 	suite_add_tcase(s, rules);
 	suite_add_tcase(s, reclaim);
 	suite_add_tcase(s, statfs);
 	suite_add_tcase(s, fidelity);
 	suite_add_tcase(s, bad);
+	suite_add_tcase(s, threads);
 	return s;
 }
 
