@@ -285,6 +285,57 @@ START_TEST(test_space_comes_back)
 }
 END_TEST
 
+/*
+ * Underused chunks are relocated: fill the file system with 1 MiB files,
+ * delete all but every sixteenth (each data chunk keeps a little live
+ * data, none is empty), commit, then create small files.  The metadata
+ * pool can only grow once the library has spacefs relocate data chunks
+ * (RECLAIM_CHUNKS) and the commit returns them.
+ */
+START_TEST(test_underused_chunks_relocated)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[1 * MiB];
+	unsigned nfiles = 0, failed = 0;
+	char path[32];
+
+	setup(&t, 64 * MiB, 1 * MiB, 4 * MiB);
+	do_mount(&t);
+	for (;; nfiles++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/big%u", nfiles);
+		if (sfs_create(t.fs, path, 0644, O_RDWR, &f))
+			break;
+		n = sfs_write(t.fs, f, buf, sizeof(buf), 0, false);
+		sfs_release(t.fs, f);
+		if (n != (ssize_t)sizeof(buf))
+			break;
+	}
+	ck_assert_uint_ge(nfiles, 32);
+	for (unsigned i = 0; i <= nfiles; i++) {
+		snprintf(path, sizeof(path), "/big%u", i);
+		if (i % 16)
+			(void)sfs_unlink(t.fs, path);
+	}
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	for (unsigned i = 0; i < 3000; i++) {
+		snprintf(path, sizeof(path), "/s%u", i);
+		if (sfs_create(t.fs, path, 0644, O_RDWR, &f)) {
+			failed++;
+			continue;
+		}
+		if (sfs_write(t.fs, f, buf, 4096, 0, false) != 4096)
+			failed++;
+		sfs_release(t.fs, f);
+	}
+	ck_assert_uint_eq(failed, 0);
+	ck_assert_uint_gt(snap(t.fs, "chunks_relocated"), 0);
+	teardown(&t);
+}
+END_TEST
+
 START_TEST(test_nowait_edquot)
 {
 	struct tmpfs t;
@@ -647,6 +698,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_nowait_enospc);
 	tcase_add_test(tc, test_nowait_edquot);
 	tcase_add_test(tc, test_space_comes_back);
+	tcase_add_test(tc, test_underused_chunks_relocated);
 	tcase_add_test(tc, test_cow_pins);
 	tcase_add_test(tc, test_namespace_items);
 	tcase_add_test(tc, test_small_files_share_leaves);
