@@ -27,6 +27,13 @@
 # Needs root (loop devices, FUSE), mkfs.btrfs, mkfs.ext4, fusermount3,
 # python3.
 set -u
+case ${1:-} in
+-h|--help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/spacefs-reuse.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../meson.build"
+	exit 0 ;;
+esac
 
 BUILD=${1:-build}
 SPACEFS=${SPACEFS:-$BUILD/examples/spacefs/spacefs}

@@ -8,6 +8,13 @@
 #
 # Usage: test_nowait_uring.sh path/to/nowait_uring
 set -u
+case ${1:-} in
+-h|--help) sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/test_nowait_uring.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../meson.build"
+	exit 0 ;;
+esac
 
 exe=${1:?usage: $0 path/to/nowait_uring}
 out=$(mktemp "${TMPDIR:-/tmp}/test_nowait_uring.XXXXXX") || exit 1

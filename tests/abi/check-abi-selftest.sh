@@ -10,6 +10,13 @@
 # usage: check-abi-selftest.sh --check check-abi.sh --fixture DIR
 #        [--abidw P] [--abidiff P] -- CC [CC args...]
 set -eu
+case ${1:-} in
+-h|--help) sed -n '3,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/check-abi-selftest.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+esac
 
 check='' fixture='' abidw=abidw abidiff=abidiff
 while [ $# -gt 0 ]; do

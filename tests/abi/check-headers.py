@@ -100,6 +100,8 @@ def expected_failure(header):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s (libspacersv)")
     ap.add_argument("--cc", action="append", required=True,
                     help="C compiler command word (repeat for each word)")
     ap.add_argument("--cxx", action="append", required=True,

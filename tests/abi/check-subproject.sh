@@ -8,6 +8,13 @@
 # usage: check-subproject.sh --meson M --source-root DIR --consumer FILE
 #        --project DIR
 set -eu
+case ${1:-} in
+-h|--help) sed -n '3,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/check-subproject.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+esac
 
 meson=meson root='' consumer='' project=''
 while [ $# -gt 0 ]; do

@@ -19,6 +19,13 @@
 # end state or a non-progress cycle), not when the search ran out of memory
 # or time.
 set -eu
+case ${1:-} in
+-h|--help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 long=false keep= filter=

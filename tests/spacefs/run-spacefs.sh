@@ -36,6 +36,13 @@
 # integrity scenario).  Every mount is unmounted on any exit (trap), and
 # every wait is bounded.
 set -u
+case ${1:-} in
+-h|--help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run-spacefs.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+esac
 
 SPACEFS=$1
 CLIENT=$2

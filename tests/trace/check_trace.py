@@ -367,6 +367,8 @@ def have_module(name):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--version", action="version",
+                    version="%(prog)s (libspacersv)")
     ap.add_argument('--report', required=True)
     ap.add_argument('--scenarios', required=True)
     ap.add_argument('--scenario-checks-only', action='store_true',

@@ -23,6 +23,13 @@
 # SRSV_TRACE_KEEP=DIR copies the trace and the logs to DIR (for debugging
 # and for docs/tracing.md's example report).
 set -u
+case ${1:-} in
+-h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+--version)
+	sed -n "s/^  version: '\\([^']*\\)',\$/run-trace.sh (libspacersv) \\1/p" \
+		"$(dirname "$0")/../../meson.build"
+	exit 0 ;;
+esac
 
 scenarios=$1
 checker=$2
