@@ -137,7 +137,8 @@ SRSV_MUST_CHECK int srsv_delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quot
 
 /**
  * The write was cancelled: give back everything @p resv holds (metadata,
- * then data, then quota) and mark it empty.  Always ends @p resv.
+ * then quota, then data: the reverse of srsv_delalloc_reserve()) and mark
+ * it empty.  Always ends @p resv.
  *
  * The DELALLOC rsv is shared: if another user drained it (used the bytes
  * @p resv accounts for) or shrank its size, the metadata cannot be taken
