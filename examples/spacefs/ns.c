@@ -1106,7 +1106,7 @@ static int scan_dir(struct sfs *fs, struct scan *sc, int dfd, int tenant,
 			break;
 		if (top)
 			for (unsigned i = 0; i < fs->cfg.nr_tenants; i++)
-				if (!strcmp(de->d_name, fs->tenants[i].name))
+				if (!strcmp(de->d_name, fs->cfg.tenants[i].name))
 					t = (int)i;
 		if (S_ISREG(st.st_mode)) {
 			int fd = openat(dirfd(d), de->d_name,
