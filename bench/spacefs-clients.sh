@@ -48,7 +48,7 @@
 # (one line), T the smallest stored/available ratio over the clients that
 # reached ENOSPC.
 #
-# --quick: 384 MiB images and short runs (the spacefs-clients meson suite,
+# --quick: 256 MiB images and short runs (the spacefs-clients meson suite,
 # spacefs only); exits 77 where root, FUSE or the client is missing, 1 if
 # spacefs had an error, an integrity failure or lost bytes.
 #
@@ -57,7 +57,10 @@
 #
 # Environment: SPACEFS (the binary, default BUILD_DIR/examples/spacefs/
 # spacefs), SFS_CLIENT (default BUILD_DIR/tests/spacefs/sfs_client),
-# SPACEFS_BENCH_DIR, KEEP=1 (keep the work directory, unmounted).
+# SPACEFS_BENCH_DIR, KEEP=1 (keep the work directory, unmounted),
+# FUSE_PASSTHROUGH (a build of libfuse's example/passthrough.c: the file
+# system "passthrough" in --fs, the same FUSE path without spacefs, on an
+# ext4 image like spacefs's backing tree: what FUSE itself costs).
 set -u
 
 BUILD=build
@@ -80,8 +83,8 @@ SFS_CLIENT=${SFS_CLIENT:-$BUILD/tests/spacefs/sfs_client}
 BASE=${SPACEFS_BENCH_DIR:-/var/tmp}
 
 if [ $QUICK = 1 ]; then
-	SIZE=$((384 << 20)) T=4 QUOTA=32M GIT_FILES=500 PM_FILES=500
-	PM_TX=3000 FSM_FILES=300 CRASH_AFTER=3
+	SIZE=$((256 << 20)) T=3 QUOTA=32M GIT_FILES=300 PM_FILES=500
+	PM_TX=2000 FSM_FILES=200 CRASH_AFTER=3
 else
 	SIZE=$((2 << 30)) T=15 QUOTA=128M GIT_FILES=3000 PM_FILES=2000
 	PM_TX=20000 FSM_FILES=2000 CRASH_AFTER=5
@@ -101,6 +104,9 @@ case " $FSES " in *" spacefs "*)
 	[ -c /dev/fuse ] || missing "no /dev/fuse"
 	command -v fusermount3 >/dev/null || missing "no fusermount3"
 	[ -x "$SPACEFS" ] || missing "no spacefs binary at $SPACEFS"
+esac
+case " $FSES " in *" passthrough "*)
+	[ -x "${FUSE_PASSTHROUGH:-}" ] || missing "FUSE_PASSTHROUGH is not a program"
 esac
 case " $FSES " in *" btrfs "*)
 	command -v mkfs.btrfs >/dev/null || missing "no mkfs.btrfs"
@@ -237,6 +243,12 @@ fs_up() {
 		mkdir -p "$MROOT/back/tree" "$MNT"
 		MOUNTED="$MNT $MOUNTED"
 		spacefs_mount || return 1 ;;
+	passthrough)
+		mkimg pback $((SIZE * 5 / 4)) ext4 "$MROOT/pback" || return 1
+		mkdir -p "$MROOT/pback/tree" "$MNT"
+		MOUNTED="$MNT $MOUNTED"
+		"$FUSE_PASSTHROUGH" "$MNT" -o "modules=subdir,subdir=$MROOT/pback/tree" ||
+			return 1 ;;
 	esac
 	mkdir -p "$MNT/w"
 	sync "$MNT" 2>/dev/null
@@ -251,6 +263,10 @@ fs_remount() {
 	spacefs)
 		spacefs_unmount || { R_INTEG="FAIL(accounting)"; }
 		spacefs_mount || return 1 ;;
+	passthrough)
+		fusermount3 -u "$MNT" || return 1
+		"$FUSE_PASSTHROUGH" "$MNT" -o "modules=subdir,subdir=$MROOT/pback/tree" ||
+			return 1 ;;
 	esac
 }
 
@@ -261,6 +277,10 @@ fs_down() {
 	spacefs)
 		spacefs_unmount || R_INTEG="FAIL(accounting)"
 		rmimg back "$MROOT/back" ;;
+	passthrough)
+		fusermount3 -u "$MNT"
+		sleep 1
+		rmimg pback "$MROOT/pback" ;;
 	esac
 }
 
@@ -332,7 +352,8 @@ client_dbench() {
 
 client_fsmark() {
 	local out rc
-	out=$(timeout $((T * 8 + 300)) fs_mark -d "$MNT/w/fsm" -s 4096 \
+	# (in $WORK: fs_mark writes fs_log.txt into its working directory)
+	out=$(cd "$WORK" && timeout $((T * 8 + 300)) fs_mark -d "$MNT/w/fsm" -s 4096 \
 		-n "$FSM_FILES" -t 2 -L 3 2>&1)
 	rc=$?
 	echo "$out" >"$WORK/fsmark.$FS.log"
