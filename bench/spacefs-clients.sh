@@ -48,7 +48,7 @@
 # (one line), T the smallest stored/available ratio over the clients that
 # reached ENOSPC.
 #
-# --quick: 256 MiB images and short runs (the spacefs-clients meson suite,
+# --quick: 128 MiB images and short runs (the spacefs-clients meson suite,
 # spacefs only); exits 77 where root, FUSE or the client is missing, 1 if
 # spacefs had an error, an integrity failure or lost bytes.
 #
@@ -83,11 +83,11 @@ SFS_CLIENT=${SFS_CLIENT:-$BUILD/tests/spacefs/sfs_client}
 BASE=${SPACEFS_BENCH_DIR:-/var/tmp}
 
 if [ $QUICK = 1 ]; then
-	SIZE=$((256 << 20)) T=3 QUOTA=32M GIT_FILES=300 PM_FILES=500
-	PM_TX=2000 FSM_FILES=200 CRASH_AFTER=3
+	SIZE=$((128 << 20)) T=3 QUOTA=16M GIT_FILES=300 PM_FILES=500
+	PM_TX=2000 FSM_FILES=200 CRASH_AFTER=3 CRASH_MB=16
 else
 	SIZE=$((2 << 30)) T=15 QUOTA=128M GIT_FILES=3000 PM_FILES=2000
-	PM_TX=20000 FSM_FILES=2000 CRASH_AFTER=5
+	PM_TX=20000 FSM_FILES=2000 CRASH_AFTER=5 CRASH_MB=64
 fi
 
 # Missing prerequisites: a skip (77) in the quick suite, an error otherwise.
@@ -565,7 +565,7 @@ EOF
 client_crash() {
 	local out rc bad usage data
 	local job=(--name=crash --directory="$MNT/w" --rw=randwrite --bs=4k
-		   --size=64m --numjobs=2 --ioengine=psync --sync=1 --fallocate=none
+		   --size=${CRASH_MB}m --numjobs=2 --ioengine=psync --sync=1 --fallocate=none
 		   --randrepeat=1 --verify=crc32c --filename_format='crash.$jobnum'
 		   --group_reporting=1)
 	mkdir -p "$WORK/crash.$FS"
@@ -573,8 +573,9 @@ client_crash() {
 	# job), and commit: the crash comes in the random O_SYNC writes.
 	# (dd: fio's own layout gives up when fallocate() is not supported.)
 	for j in 0 1; do
-		dd if=/dev/zero of="$MNT/w/crash.$j" bs=1M count=64 conv=fsync \
-			status=none || { fail_client "layout"; return; }
+		dd if=/dev/zero of="$MNT/w/crash.$j" bs=1M count=$CRASH_MB \
+			conv=fsync status=none ||
+			{ R_ERR=$((R_ERR + 1)); log "  error: layout"; return; }
 	done
 	: >"$WORK/crash.$FS.log"
 	if [ "$FS" = spacefs ]; then
