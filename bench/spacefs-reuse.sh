@@ -12,7 +12,8 @@
 # Cycle 1 is the sequence of the original report (fill, delete, commit,
 # small files); CYCLES cycles in all.  Per file system and cycle it prints
 # the bytes the fill wrote, df's free percentage at its ENOSPC, the small
-# files that failed and the first one that did.  Last line, for spacefs:
+# files that failed, the first one that did and df's free percentage then
+# (-1: none failed).  Last line, for spacefs:
 #   summary: failures=N cycles=C max_df_free_pct_at_enospc=P
 # (failures: small files that failed over all cycles; P: the largest free
 # share df reported when a fill hit ENOSPC.)
@@ -20,7 +21,9 @@
 #   bench/spacefs-reuse.sh [BUILD_DIR]        (default: ./build)
 #
 # Environment: SPACEFS (default BUILD_DIR/examples/spacefs/spacefs),
-# CYCLES (5), FILES (20000), SIZE_MIB (2048), FS ("spacefs btrfs ext4"),
+# SPACEFS_OPTS (more -o options, e.g. meta=1M: a smaller first metadata
+# pool, which must grow sooner), CYCLES (5), FILES (20000), SIZE_MIB
+# (2048), FS ("spacefs btrfs ext4"),
 # BENCH_DIR (/tmp: where the images go; each is a sparse file the script
 # creates, mounts, and removes on exit).
 #
@@ -41,6 +44,7 @@ CYCLES=${CYCLES:-5}
 FILES=${FILES:-20000}
 SIZE_MIB=${SIZE_MIB:-2048}
 FSLIST=${FS:-spacefs btrfs ext4}
+SPACEFS_OPTS=${SPACEFS_OPTS:-}
 BASE=${BENCH_DIR:-/tmp}
 
 die() {
@@ -122,7 +126,7 @@ elif what == "small":
     d = os.path.join(mnt, "small")
     os.makedirs(d, exist_ok=True)
     page = b"s" * 4096
-    failed, first = 0, -1
+    failed, first, pct = 0, -1, -1.0
     for i in range(n):
         try:
             fd = os.open(os.path.join(d, "f%d" % i),
@@ -135,8 +139,8 @@ elif what == "small":
         except OSError:
             failed += 1
             if first < 0:
-                first = i
-    print("%d %d" % (failed, first))
+                first, pct = i, free_pct()
+    print("%d %d %.2f" % (failed, first, pct))
 elif what == "rm":
     p = os.path.join(mnt, sys.argv[3])
     if os.path.isdir(p):
@@ -164,7 +168,7 @@ mount_one() {
 		mkfs.ext4 -q "$dev" || die "mkfs.ext4 (hold)"
 		mount "$dev" "$HOLD" || die "mount hold"
 		mkdir -p "$HOLD/backing"
-		"$SPACEFS" "$MNT" -f -o "backing=$HOLD/backing,capacity=${SIZE_MIB}M,commit=5" \
+		"$SPACEFS" "$MNT" -f -o "backing=$HOLD/backing,capacity=${SIZE_MIB}M,commit=5${SPACEFS_OPTS:+,$SPACEFS_OPTS}" \
 			>>"$WORK/spacefs.log" 2>&1 &
 		PID=$!
 		for _ in $(seq 100); do
@@ -224,14 +228,14 @@ for fs in $FSLIST; do
 		read -r filled pct < <(step fill) || die "fill"
 		step rm big
 		commit
-		read -r failed first < <(step small "$FILES") || die "small"
+		read -r failed first fail_pct < <(step small "$FILES") || die "small"
 		step rm small
 		commit
 		total_failed=$((total_failed + failed))
 		max_pct=$(python3 -c "print('%.2f' % max($max_pct, $pct))")
-		printf '%s cycle=%d fill_mib=%d df_free_pct_at_enospc=%s small_failed=%d first_failed=%d chunks_returned=%s\n' \
+		printf '%s cycle=%d fill_mib=%d df_free_pct_at_enospc=%s small_failed=%d first_failed=%d df_free_pct_at_first_failure=%s chunks_returned=%s\n' \
 			"$fs" "$c" $((filled >> 20)) "$pct" "$failed" "$first" \
-			"$(ctl chunks_returned)"
+			"$fail_pct" "$(ctl chunks_returned)"
 	done
 	echo "$fs: failures=$total_failed cycles=$CYCLES max_df_free_pct_at_enospc=$max_pct"
 	[ "$fs" = spacefs ] &&
