@@ -62,6 +62,7 @@ WORK=$(mktemp -d "$BASE/spacefs-reuse.XXXXXX") || die "mktemp"
 MNT=$WORK/mnt
 HOLD=$WORK/hold		# ext4 image that holds spacefs's backing files
 PID=
+DEV=
 LOOPS=()
 mkdir -p "$MNT" "$HOLD"
 
@@ -86,13 +87,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# loop_image NAME MIB -> the loop device of a new sparse image
+# loop_image NAME MIB: a new sparse image on a loop device, in $DEV (not
+# a command substitution: LOOPS must be this shell's, for the cleanup)
 loop_image() {
-	local img=$WORK/$1.img dev
+	local img=$WORK/$1.img
 	truncate -s "${2}M" "$img" || die "truncate $img"
-	dev=$(losetup -f --show "$img") || die "losetup $img"
-	LOOPS+=("$dev")
-	echo "$dev"
+	DEV=$(losetup -f --show "$img") || die "losetup $img"
+	LOOPS+=("$DEV")
 }
 
 # The cycle's steps, run inside the mount (python: 20,000 files without a
@@ -163,10 +164,9 @@ commit() {
 mount_one() {
 	case $1 in
 	spacefs)
-		local dev
-		dev=$(loop_image hold $((SIZE_MIB + SIZE_MIB / 2)))
-		mkfs.ext4 -q "$dev" || die "mkfs.ext4 (hold)"
-		mount "$dev" "$HOLD" || die "mount hold"
+		loop_image hold $((SIZE_MIB + SIZE_MIB / 2))
+		mkfs.ext4 -q "$DEV" || die "mkfs.ext4 (hold)"
+		mount "$DEV" "$HOLD" || die "mount hold"
 		mkdir -p "$HOLD/backing"
 		"$SPACEFS" "$MNT" -f -o "backing=$HOLD/backing,capacity=${SIZE_MIB}M,commit=5${SPACEFS_OPTS:+,$SPACEFS_OPTS}" \
 			>>"$WORK/spacefs.log" 2>&1 &
@@ -180,14 +180,13 @@ mount_one() {
 		die "no spacefs mount after 10 s"
 		;;
 	btrfs|ext4)
-		local dev
-		dev=$(loop_image "$1" "$SIZE_MIB")
+		loop_image "$1" "$SIZE_MIB"
 		if [ "$1" = btrfs ]; then
-			mkfs.btrfs -q -f "$dev" >/dev/null || die "mkfs.btrfs"
+			mkfs.btrfs -q -f "$DEV" >/dev/null || die "mkfs.btrfs"
 		else
-			mkfs.ext4 -q "$dev" || die "mkfs.ext4"
+			mkfs.ext4 -q "$DEV" || die "mkfs.ext4"
 		fi
-		mount "$dev" "$MNT" || die "mount $1"
+		mount "$DEV" "$MNT" || die "mount $1"
 		;;
 	esac
 }
