@@ -297,10 +297,15 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 		m->in_callback++;
 		ret = m->hooks.flush(m, pool, state, bytes, m->hooks.user);
 		m->in_callback--;
-		/* ... unless the library implements it (zoned states). */
+		/* ... unless the library implements it: the zoned states of
+		 * a ctx created zoned, before srsv_zoned_init() too (the
+		 * library decides by the ctx flag, lib/flush.c
+		 * library_state(), so that a reset asked for before the
+		 * zoned state exists is not disabled for ever). */
 		if (ret == -EOPNOTSUPP &&
-		    !(m->zoned && (state == SRSV_STATE_RESET_ZONES ||
-				   state == SRSV_STATE_RECLAIM_ZONES)))
+		    !((m->flags & SRSV_CTX_ZONED) &&
+		      (state == SRSV_STATE_RESET_ZONES ||
+		       state == SRSV_STATE_RECLAIM_ZONES)))
 			p->disabled |= UINT64_C(1) << state;
 	}
 	if (state == SRSV_STATE_ALLOC_CHUNK ||
