@@ -70,7 +70,7 @@ static void setup_fake(void)
 	sleep_hook = NULL;
 	AO_store(&srsv__pace_clock, (AO_t)fake_clock);
 	AO_store(&srsv__pace_sleep, (AO_t)fake_sleep);
-	ctx = make_ctx(50, 0, SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT);
+	ctx = make_ctx(50, 0, SRSV_CTX_MANUAL);
 	meta = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
 	ck_assert_ptr_nonnull(meta);
 }
@@ -279,6 +279,27 @@ START_TEST(test_delay_grows_with_fill)
 	ck_assert_uint_gt(cost_ns(MIB, 900), cost_ns(MIB, 590) * 3 / 2);
 	/* Never more than the longest delay (10 ms by default) at once. */
 	ck_assert_uint_le(stats().max_delay_ns, 10 * MS);
+}
+END_TEST
+
+/* Without preemptive flushing there is no pacing. */
+START_TEST(test_no_preempt_no_pacing)
+{
+	unsigned sleeps;
+
+	measure_500();
+	ck_assert_int_eq(srsv_ctx_set_preempt(ctx, false), 0);
+	sleeps = fake_sleeps;
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+						    0), 0);
+	ck_assert_uint_eq(fake_sleeps, sleeps);
+	ck_assert_uint_eq(stats().paced, 0);
+	/* Back on: paced again. */
+	ck_assert_int_eq(srsv_ctx_set_preempt(ctx, true), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_gt(fake_sleeps, sleeps);
 }
 END_TEST
 
@@ -560,6 +581,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_slots_in_order);
 	tcase_add_test(det, test_delay_grows_with_fill);
 	tcase_add_test(det, test_modes_not_paced);
+	tcase_add_test(det, test_no_preempt_no_pacing);
 	tcase_add_test(det, test_nowait_never_sleeps);
 	tcase_add_test(det, test_eases_when_flushing_catches_up);
 	tcase_add_test(det, test_unmeasured_not_paced);

@@ -140,7 +140,8 @@ struct srsv_config {
 	 *  writers together are admitted at the measured reclaim bandwidth
 	 *  times Linux's pos_ratio (2 here, 1 halfway to full, 0 at full).
 	 *  NOWAIT reservations never sleep: they are admitted and their
-	 *  delay is booked for the writers behind them.  0 (default): off;
+	 *  delay is booked for the writers behind them.  Only while
+	 *  preemptive flushing is on.  0 (default): off;
 	 *  1..99; above: srsv_ctx_create() fails with -EINVAL.  See
 	 *  docs/design.md, "Pacing". */
 	unsigned pace_start_pct;
