@@ -12,6 +12,9 @@
 #   SPACEFS_BENCH_DIR  where the backing directories go (default /tmp: a
 #                      disk-backed file system, the "device" behind spacefs)
 #   RUNS               repetitions per job and mode (default 3)
+#   PACE               mount with pace=PACE (the library's pacing of metadata
+#                      reservations, from PACE% of the pool's room; default 0:
+#                      off), in both modes
 #
 # Jobs (fio, unchanged but for sizes and run times):
 #   randwrite   the preemptive-flushing series' job: 4 jobs, 4 KiB random writes, sync engine, buffered,
@@ -157,7 +160,7 @@ layout() {
 # Mount options: 2 GiB, the default 16 MiB metadata pool, a 16 MiB cache,
 # no periodic commit inside a run (btrfs commits every 30 s; runs are
 # shorter than that, so it would only add noise).
-OPTS="capacity=2G,meta=16M,cache=16M,commit=0"
+OPTS="capacity=2G,meta=16M,cache=16M,commit=0,pace=${PACE:-0}"
 
 RW_BACK=$WORK/back-randwrite
 RW_FILES=(--filename_format='FioWorkloads.$jobnum' --numjobs=4 --size=128m)
@@ -180,7 +183,7 @@ seq_job() {
 		--filename=seqfile
 }
 
-echo "spacefs-fio: $SPACEFS, backing in $BASE, $RUNS runs per job and mode" >&2
+echo "spacefs-fio: $SPACEFS, backing in $BASE, $RUNS runs per job and mode, pace=${PACE:-0}" >&2
 echo "laying out the random-write files..." >&2
 layout "$RW_BACK" "$OPTS" --name=layout --rw=write --bs=1m \
 	--ioengine=psync "${RW_FILES[@]}"
