@@ -30,7 +30,10 @@
  * most one batch gives its bytes to its CPU's slot, and a slot holding more
  * than two batches gives all but one back to may_use.  So may_use counts
  * what callers hold plus the credit, and the credit is at most two batches
- * per CPU.
+ * per slot, or three until the next release trims it: a refill adds its
+ * batch to whatever releases put into the slot meanwhile (found by the
+ * SPIN model tests/formal/cache.pml; the margin below keeps room for
+ * four).
  *
  * Credit is space nobody uses, so it must never cost anyone a reservation:
  *

@@ -10,6 +10,8 @@
 #   --keep DIR build and keep pan, trails and logs in DIR (default: a
 #              temporary directory, removed at exit)
 #   FILTER     only the checks whose name contains this string
+# Environment: FORMAL_JOBS (searches at once, default 2), FORMAL_MEMLIM
+# (MB per search, default 1500), FORMAL_TIMEOUT (s per search, 600).
 #
 # Each check prints one line: PASS/FAIL, its name, what SPIN reported
 # (errors, states, depth) and its time.  The last line is
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--long) long=true ;;
 	--keep) keep=$2; shift ;;
-	-h|--help) sed -n '4,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,22p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	*) filter=$1 ;;
 	esac
@@ -56,26 +58,24 @@ else
 fi
 
 # Memory for one search (MB), and its time (s): the CI budget is 5 minutes.
-MEMLIM=${FORMAL_MEMLIM:-2048}
+MEMLIM=${FORMAL_MEMLIM:-1500}
 TIMEOUT=${FORMAL_TIMEOUT:-600}
 
 models=0 passed=0 mutants=0 caught=0
 
-# check KIND NAME MODEL SEARCH "SPIN DEFINES"
-#   KIND    model (must pass) or mutant (must be refuted)
-#   SEARCH  safety (assertions, invalid end states) or progress
-#           (non-progress cycles: pan -l)
-check() {
-	kind=$1 name=$2 model=$3 search=$4 defs=$5
-	case $name in *"$filter"*) ;; *) return 0 ;; esac
+# Searches run FORMAL_JOBS at a time (default 2: the CI machine's cores).
+JOBS=${FORMAL_JOBS:-2}
+order=
+running=0
+
+# run_one NAME MODEL SEARCH "SPIN DEFINES": build and run one search in
+# $work/NAME; writes rc, secs and pan.log there.
+run_one() {
+	name=$1 model=$2 search=$3 defs=$4
 	dir=$work/$name
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	cp "$here/$model" "$dir/"
 	case $search in
-	safety) cflags="-DSAFETY" runflags="" ;;
-	progress) cflags="-DNP" runflags="-l" ;;
-	*) echo "run.sh: bad search $search" >&2; exit 2 ;;
+	safety) cflags="-DSAFETY -DCOLLAPSE" runflags="" ;;
+	progress) cflags="-DNP -DCOLLAPSE" runflags="-l" ;;
 	esac
 	start=$(date +%s.%N)
 	rc=0
@@ -85,8 +85,41 @@ check() {
 			>gcc.log 2>&1 &&
 		timeout "$TIMEOUT" ./pan -m2000000 $runflags >pan.log 2>&1) ||
 		rc=$?
-	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" \
-		'BEGIN { printf "%.1f", b - a }')
+	echo "$rc" >"$dir/rc"
+	awk -v a="$start" -v b="$(date +%s.%N)" \
+		'BEGIN { printf "%.1f\n", b - a }' >"$dir/secs"
+}
+
+# check KIND NAME MODEL SEARCH "SPIN DEFINES"
+#   KIND    model (must pass) or mutant (must be refuted)
+#   SEARCH  safety (assertions, invalid end states) or progress
+#           (non-progress cycles: pan -l)
+check() {
+	kind=$1 name=$2 model=$3 search=$4 defs=$5
+	case $name in *"$filter"*) ;; *) return 0 ;; esac
+	case $search in
+	safety|progress) ;;
+	*) echo "run.sh: bad search $search" >&2; exit 2 ;;
+	esac
+	dir=$work/$name
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$here/$model" "$dir/"
+	echo "$kind $search $model $defs" >"$dir/what"
+	order="$order $name"
+	run_one "$name" "$model" "$search" "$defs" &
+	running=$((running + 1))
+	if [ "$running" -ge "$JOBS" ]; then
+		wait
+		running=0
+	fi
+}
+
+# report NAME: judge one finished search, print its line.
+report() {
+	name=$1 dir=$work/$1
+	read -r kind search model defs <"$dir/what" || true
+	rc=$(cat "$dir/rc") secs=$(cat "$dir/secs")
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
 	depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$dir/pan.log" 2>/dev/null | tail -1)
@@ -113,9 +146,10 @@ check() {
 			caught=$((caught + 1))
 		fi
 	fi
-	printf '%s %-6s %-40s %-8s errors=%s states=%s depth=%s %ss%s\n' \
+	printf '%s %-6s %-32s %-8s errors=%s states=%s depth=%s %ss%s%s\n' \
 		"$verdict" "$kind" "$name" "$search" "${errors:-?}" \
-		"${states:-?}" "${depth:-?}" "$secs" "${what:+  ($what)}"
+		"${states:-?}" "${depth:-?}" "$secs" \
+		"$([ "$complete" = true ] || echo ' INCOMPLETE')" "${what:+  ($what)}"
 	if [ "$verdict" = FAIL ] && [ "$rc" -ne 0 ]; then
 		echo "    exit status $rc; see $dir (--keep DIR keeps it)" >&2
 		tail -3 "$dir/spin.log" "$dir/gcc.log" "$dir/pan.log" 2>/dev/null >&2 || true
@@ -138,6 +172,21 @@ if [ "$long" = true ]; then
 	check model may_use-4x1          $M safety  "-DNPROC=4 -DROUNDS=1"
 fi
 
+# --- cache.pml: the per-CPU caches' credit ---------------------------------------
+C=cache.pml
+check model  cache-1x2                $C safety   "-DUSERS=1 -DROUNDS=2"
+check model  cache-2x1                $C safety   "-DUSERS=2 -DROUNDS=1"
+check model  cache-2x1-closed         $C safety   "-DUSERS=2 -DROUNDS=1 -DBIG=11 -DSTART_CLOSED"
+check model  cache-nowait-1x1         $C safety   "-DUSERS=1 -DROUNDS=1 -DNOWAITER"
+check model  cache-1x2-progress       $C progress "-DUSERS=1 -DROUNDS=2"
+check mutant cache-no-settle          $C safety   "-DUSERS=1 -DMUTANT_NO_SETTLE"
+check mutant cache-refill-unannounced $C safety   "-DUSERS=1 -DMUTANT_REFILL_UNANNOUNCED"
+check mutant cache-put-no-recheck     $C safety   "-DUSERS=2 -DROUNDS=1 -DBIG=11 -DSTART_CLOSED -DMUTANT_PUT_NO_RECHECK"
+if [ "$long" = true ]; then
+	check model cache-2x2            $C safety  "-DUSERS=2 -DROUNDS=2"
+	check model cache-nowait-2x1     $C safety  "-DUSERS=2 -DROUNDS=1 -DNOWAITER"
+fi
+
 # --- ticket_end.pml: a ticket's end racing grant, cancel, timeout, shutdown -------
 T=ticket_end.pml
 check model  ticket-2                 $T safety   ""
@@ -158,5 +207,9 @@ if [ "$long" = true ]; then
 	check model ticket-all-progress $T progress "-DTICKET_API -DCANCEL -DSHUTDOWN -DNOWAITER"
 fi
 
+wait
+for name in $order; do
+	report "$name"
+done
 echo "summary: models=$models passed=$passed mutants=$mutants caught=$caught"
 [ "$passed" -eq "$models" ] && [ "$caught" -eq "$mutants" ]
