@@ -7,11 +7,11 @@
  *
  * Mirrors main as of the commit that adds this model, statement by
  * statement (lib/cache.c line numbers):
- *   close_slot() 174-183, srsv__cache_drain() 185-196, settle() 203-214,
- *   block() 216-233, srsv__cache_unblock() 245-249, credit_unwelcome()
- *   252-255, give_to_tickets() 270-282, far_from_full() 289-299,
- *   charge_far_from_full() 302-329, srsv__cache_take() 331-409,
- *   srsv__cache_put() 432-482;
+ *   close_slot() 177-186, srsv__cache_drain() 188-199, settle() 206-217,
+ *   block() 219-236, srsv__cache_unblock() 248-252, credit_unwelcome()
+ *   255-258, give_to_tickets() 273-285, far_from_full() 292-302,
+ *   charge_far_from_full() 305-332, srsv__cache_take() 334-412,
+ *   srsv__cache_put() 435-485;
  * and from lib/space.c release() and srsv__maybe_grant(),
  * srsv__try_grant_tickets() (its drain), srsv__space_try_charge() (one
  * step here: may_use.pml checks it); lib/reserve.c reserve_slow() (both
@@ -102,11 +102,11 @@ byte done = 0;
 /* srsv__may_use_sub_clamped(), lawful callers: exact. */
 #define SUB(a) assert(word >= (a)); word = word - (a)
 
-/* close_slot(), 174-183: one CAS loop, one step; the credit to @c. */
+/* close_slot(), 177-186: one CAS loop, one step; the credit to @c. */
 #define CLOSE_SLOT(i, c) \
 	c = (slot[i] == CLOSED -> 0 : slot[i]); slot[i] = CLOSED
 
-/* srsv__cache_drain(), 185-196: close every slot, then one subtraction. */
+/* srsv__cache_drain(), 188-199: close every slot, then one subtraction. */
 inline drain(i, c, credit)
 {
 	credit = 0;
@@ -115,7 +115,7 @@ inline drain(i, c, credit)
 	:: i < SLOTS -> atomic { CLOSE_SLOT(i, c); credit = credit + c }; i++
 	:: else -> break
 	od;
-	atomic { SUB(credit) }			/* 195 */
+	atomic { SUB(credit) }			/* 198 */
 }
 
 /* srsv__try_grant_tickets(): drain, then the ticket if it fits. */
@@ -155,16 +155,16 @@ inline maybe_grant(nw, i, c, credit)
 	fi
 }
 
-/* far_from_full(), 289-299, claimed = 0 */
+/* far_from_full(), 292-302, claimed = 0 */
 #define FAR(mu, grab) ((grab) + MARGIN <= TOTAL && (mu) <= TOTAL - (grab) - MARGIN)
 
-/* block(), 216-233: false only for NOWAIT with credit in motion. */
+/* block(), 219-236: false only for NOWAIT with credit in motion. */
 inline block(nw, ok, i, c, credit)
 {
-	atomic { draining++; blocking[_pid] = true; added[_pid] = 0 };	/* 220 */
-	drain(i, c, credit);					/* 227 */
+	atomic { draining++; blocking[_pid] = true; added[_pid] = 0 };	/* 223 */
+	drain(i, c, credit);					/* 230 */
 #ifndef MUTANT_NO_SETTLE
-	if							/* settle 203-214 */
+	if							/* settle 206-217 */
 	:: nw ->
 		if
 		:: in_flight > 0 -> atomic { draining--; blocking[_pid] = false };
@@ -183,23 +183,23 @@ inline block(nw, ok, i, c, credit)
 #define DECIDE	assert(HIDDEN <= added[_pid]); blocking[_pid] = false
 
 /*
- * srsv__cache_take(), 331-409, of 1 byte on slot @k.  @ok: reserved.
+ * srsv__cache_take(), 334-412, of 1 byte on slot @k.  @ok: reserved.
  */
 inline take(k, nw, ok, v, seen, gave, i, c, credit)
 {
 	ok = false; gave = false;
-	v = slot[k];						/* 336 */
+	v = slot[k];						/* 339 */
 	do
-	:: v == CLOSED ->					/* 341 */
-		if						/* 345-346 */
+	:: v == CLOSED ->					/* 344 */
+		if						/* 348-349 */
 		:: UNWELCOME -> goto take_out
 		:: else
 		fi;
-		atomic { seen = slot[k]; if :: seen == v -> slot[k] = 0 :: else fi };	/* 347 */
+		atomic { seen = slot[k]; if :: seen == v -> slot[k] = 0 :: else fi };	/* 350 */
 		if
 		:: seen == v ->
 #ifndef MUTANT_REOPEN_NO_RECHECK
-			if					/* 350-354 */
+			if					/* 353-357 */
 			:: UNWELCOME ->
 				atomic { if :: slot[k] == 0 -> slot[k] = CLOSED :: else fi };
 				goto take_out
@@ -209,9 +209,9 @@ inline take(k, nw, ok, v, seen, gave, i, c, credit)
 			v = 0
 		:: else -> v = seen
 		fi
-	:: v != CLOSED && v < 1 -> break			/* 359-360 */
+	:: v != CLOSED && v < 1 -> break			/* 362-363 */
 	:: v != CLOSED && v >= 1 ->
-		atomic {					/* 361-363 */
+		atomic {					/* 364-366 */
 			seen = slot[k];
 			if
 			:: seen == v -> slot[k] = v - 1; held = held + 1; ok = true
@@ -223,15 +223,15 @@ inline take(k, nw, ok, v, seen, gave, i, c, credit)
 		:: else -> v = seen
 		fi
 	od;
-	/* The refill, 374-408 */
-	if							/* 374-376 */
+	/* The refill, 377-411 */
+	if							/* 377-379 */
 	:: UNWELCOME || !FAR(word, 1 + BATCH) -> goto take_out
 	:: else
 	fi;
 #ifndef MUTANT_REFILL_UNANNOUNCED
-	atomic { in_flight++ };					/* 377 */
+	atomic { in_flight++ };					/* 380 */
 #endif
-	atomic {						/* 378-382 */
+	atomic {						/* 381-385 */
 		if
 		:: !UNWELCOME && FAR(word, 1 + BATCH) ->
 			/* charge_far_from_full(): CAS, re-check (claimed 0) */
@@ -243,16 +243,16 @@ inline take(k, nw, ok, v, seen, gave, i, c, credit)
 	if
 	:: !ok ->
 #ifndef MUTANT_REFILL_UNANNOUNCED
-		atomic { in_flight-- };				/* 380 */
+		atomic { in_flight-- };				/* 383 */
 #endif
 		goto take_out
 	:: else
 	fi;
-	v = slot[k];						/* 383 */
+	v = slot[k];						/* 386 */
 	do
-	:: v == CLOSED -> atomic { SUB(BATCH) }; gave = true; break	/* 384-390 */
+	:: v == CLOSED -> atomic { SUB(BATCH) }; gave = true; break	/* 387-393 */
 	:: else ->
-		atomic {					/* 392 */
+		atomic {					/* 395 */
 			seen = slot[k];
 			if
 			:: seen == v -> slot[k] = v + BATCH; assert(slot[k] <= 3 * BATCH)
@@ -264,15 +264,15 @@ inline take(k, nw, ok, v, seen, gave, i, c, credit)
 		:: else -> v = seen
 		fi
 	od;
-	if							/* 397-403 */
+	if							/* 400-406 */
 	:: !gave && UNWELCOME ->
 		atomic { CLOSE_SLOT(k, c); SUB(c) }; gave = true
 	:: else
 	fi;
 #ifndef MUTANT_REFILL_UNANNOUNCED
-	atomic { in_flight-- };					/* 404 */
+	atomic { in_flight-- };					/* 407 */
 #endif
-	if							/* 406-407 */
+	if							/* 409-410 */
 	:: gave -> maybe_grant(nw, i, c, credit)
 	:: else
 	fi;
@@ -280,37 +280,37 @@ take_out:
 	skip
 }
 
-/* give_to_tickets(), 270-282 */
+/* give_to_tickets(), 273-285 */
 inline give_to_tickets(k, nw, i, c, credit)
 {
-	atomic { in_flight++ };					/* 276 */
-	atomic { CLOSE_SLOT(k, c); SUB(c) };			/* 277-279 */
-	atomic { in_flight-- };					/* 280 */
-	maybe_grant(nw, i, c, credit)				/* 281 */
+	atomic { in_flight++ };					/* 279 */
+	atomic { CLOSE_SLOT(k, c); SUB(c) };			/* 280-282 */
+	atomic { in_flight-- };					/* 283 */
+	maybe_grant(nw, i, c, credit)				/* 284 */
 }
 
 /*
- * srsv__cache_put(), 432-482, of 1 byte on slot @k; @r: 1 when the
+ * srsv__cache_put(), 435-485, of 1 byte on slot @k; @r: 1 when the
  * slot took it, 0 when the caller must subtract it from may_use.
  */
 inline put(k, nw, r, v, seen, sum, keep, trimming, i, c, credit)
 {
 	r = 0; trimming = false;
-	if							/* 445-446 */
+	if							/* 448-449 */
 	:: !FAR(word - 1, 0) -> goto put_out
 	:: else
 	fi;
-	v = slot[k];						/* 447 */
+	v = slot[k];						/* 450 */
 	do
-	:: v == CLOSED -> break					/* 448-449 */
+	:: v == CLOSED -> break					/* 451-452 */
 	:: else ->
-		sum = v + 1;					/* 450-451 */
+		sum = v + 1;					/* 453-454 */
 		keep = (sum > 2 * BATCH -> BATCH : sum);
-		if						/* 453-456 */
+		if						/* 456-459 */
 		:: sum > keep && !trimming -> atomic { in_flight++ }; trimming = true
 		:: else
 		fi;
-		atomic {					/* 457 */
+		atomic {					/* 460 */
 			seen = slot[k];
 			if
 			:: seen == v -> slot[k] = keep; held = held - 1; ADDED(1)
@@ -322,21 +322,21 @@ inline put(k, nw, r, v, seen, sum, keep, trimming, i, c, credit)
 		:: else -> v = seen
 		fi
 	od;
-	if							/* 461-470 */
+	if							/* 464-473 */
 	:: v != CLOSED && sum > keep -> atomic { SUB(sum - keep) }
 	:: else
 	fi;
-	if							/* 472-473 */
+	if							/* 475-476 */
 	:: trimming -> atomic { in_flight-- }
 	:: else
 	fi;
 	if
-	:: v == CLOSED -> goto put_out				/* 474-475 */
+	:: v == CLOSED -> goto put_out				/* 477-478 */
 	:: else
 	fi;
 	r = 1;
 #ifndef MUTANT_PUT_NO_RECHECK
-	if							/* 476-477 */
+	if							/* 479-480 */
 	:: UNWELCOME -> give_to_tickets(k, nw, i, c, credit)
 	:: else
 	fi;
