@@ -2,7 +2,7 @@
  * may_use.pml: the admission word srsv_space::may_use (lib/space.c).
  *
  * Default: lib/space.c as of the commit that adds this model (on main
- * after 42b0de9), where a release subtracts with a compare-and-swap and
+ * after 42b0de9; line numbers re-checked at its last landing), where a release subtracts with a compare-and-swap and
  * an admission re-checks claimed after its swap.  -DXADD_UNDO: the protocol of 7965481, where a release
  * subtracted with one fetch-and-add and undid a refused subtraction (the
  * "wrapped" word); SPIN refutes it (see README.md), so it is run as a
@@ -10,15 +10,15 @@
  *
  * Mirrors, statement by statement (lib/space.c line numbers; the
  * XADD_UNDO lines are those of 7965481):
- *   srsv__may_use_add()        170-175  (XADD_UNDO: 186-201, wait 170-184)
- *   srsv__may_use_sub()        177-191  (XADD_UNDO: 245-256 and
+ *   srsv__may_use_add()        172-177  (XADD_UNDO: 186-201, wait 170-184)
+ *   srsv__may_use_sub()        179-193  (XADD_UNDO: 245-256 and
  *                                        may_use_sub_undo() 204-221)
- *   srsv__space_try_charge()   312-339  (fits() 266-281 in mode NO_FLUSH,
+ *   srsv__space_try_charge()   314-341  (fits() 268-283 in mode NO_FLUSH,
  *                                        without overcommit;
- *                                        claimed_still_fits() 298-310)
- *   srsv_space_alloc()         518-529  (srsv__space_update() 135: claimed
+ *                                        claimed_still_fits() 300-312)
+ *   srsv_space_alloc()         520-531  (srsv__space_update() 137: claimed
  *                                        is raised before may_use falls)
- *   srsv_space_free_reserved() through transition() 472
+ *   srsv_space_free_reserved() through transition() 474
  * The pool lock those two take orders them with each other only; the
  * lock-free admission and release do not take it, so it is not modelled,
  * nor are the tickets claimed_still_fits() serves (ticket_end.pml).
@@ -132,10 +132,10 @@ byte done = 0;
 
 #ifndef XADD_UNDO
 
-/* srsv__may_use_add(), 170-175: one fetch-and-add. */
+/* srsv__may_use_add(), 172-177: one fetch-and-add. */
 inline may_use_add(b, old, seen)
 {
-	d_step {						/* 172 */
+	d_step {						/* 174 */
 		word = (word + b) % W;
 		held = held + b;
 		INVARIANT
@@ -143,21 +143,21 @@ inline may_use_add(b, old, seen)
 }
 
 /*
- * srsv__may_use_sub(), 177-191.  @mine: the caller holds these bytes (a
+ * srsv__may_use_sub(), 179-193.  @mine: the caller holds these bytes (a
  * lawful release) or not (an over-release).
  */
 inline may_use_sub(b, mine, old, seen, ret)
 {
-	old = word;						/* 179 */
+	old = word;						/* 181 */
 	do
 	:: true ->
 #ifndef MUTANT_SUB_NO_CHECK
-		if						/* 182-183 */
+		if						/* 184-185 */
 		:: old < b -> ret = -EINVAL; REFUSED(b, mine); break
 		:: else
 		fi;
 #endif
-		d_step {					/* 184-185 */
+		d_step {					/* 186-187 */
 			seen = word;
 			if
 			:: seen == old ->
@@ -167,7 +167,7 @@ inline may_use_sub(b, mine, old, seen, ret)
 			fi;
 			INVARIANT
 		}
-		if						/* 186-187 */
+		if						/* 188-189 */
 		:: seen == old -> ret = 0; break
 		:: else -> old = seen
 		fi
@@ -269,7 +269,7 @@ inline may_use_sub(b, mine, old, seen, ret)
 #endif	/* XADD_UNDO */
 
 /*
- * srsv__space_try_charge(), 312-339, mode NO_FLUSH, fits() 266-281 without
+ * srsv__space_try_charge(), 314-341, mode NO_FLUSH, fits() 268-283 without
  * the overcommit allowance: claimed + may_use + bytes <= total.
  */
 inline try_charge(b, ok, mu, seen, cl)
@@ -277,7 +277,7 @@ inline try_charge(b, ok, mu, seen, cl)
 #ifdef MUTANT_CLAIMED_FIRST
 	cl = claimed;
 #endif
-	mu = word;						/* 315 */
+	mu = word;						/* 317 */
 	do
 	:: true ->
 #ifdef XADD_UNDO
@@ -287,14 +287,14 @@ inline try_charge(b, ok, mu, seen, cl)
 		fi;
 #endif
 #ifndef MUTANT_CLAIMED_FIRST
-		cl = claimed;					/* 319 */
+		cl = claimed;					/* 321 */
 #endif
-		if						/* 320-321 */
+		if						/* 322-323 */
 		:: cl + mu + b > TOTAL -> ok = false; break
 		:: else
 		fi;
 #ifndef MUTANT_CHARGE_NO_CAS
-		d_step {					/* 322-323 */
+		d_step {					/* 324-325 */
 			seen = word;
 			if
 			:: seen == mu ->
@@ -308,15 +308,15 @@ inline try_charge(b, ok, mu, seen, cl)
 			fi;
 			INVARIANT
 		}
-		if						/* 324 */
+		if						/* 326 */
 		:: seen == mu ->
 #if !((defined(XADD_UNDO) && !defined(XADD_RECHECK)) || defined(MUTANT_NO_RECHECK))
 			/*
-			 * 325-329, claimed_still_fits() 301-309: the word may
+			 * 327-331, claimed_still_fits() 303-311: the word may
 			 * have come back to mu while a transition moved bytes
 			 * into claimed: judge again with claimed loaded now
-			 * (301-304), else take it back (307; the grant at 308
-			 * is not modelled) and go round again (328-329).
+			 * (303-306), else take it back (309; the grant at 310
+			 * is not modelled) and go round again (330-331).
 			 */
 			d_step {
 				if
@@ -330,7 +330,7 @@ inline try_charge(b, ok, mu, seen, cl)
 			if
 			:: ok -> break
 			:: else ->
-				d_step {	/* 307: srsv__may_use_sub_clamped() */
+				d_step {	/* 309: srsv__may_use_sub_clamped() */
 					if
 					:: word >= b -> word = word - b
 					:: else ->	/* an over-release took them */
@@ -360,21 +360,21 @@ inline try_charge(b, ok, mu, seen, cl)
 }
 
 /*
- * srsv_space_alloc(), 518-529 (lock held): @b of the caller's may_use
+ * srsv_space_alloc(), 520-531 (lock held): @b of the caller's may_use
  * become reserved: claimed first (srsv__space_update(), release store at
- * 135), then srsv__may_use_sub().
+ * 137), then srsv__may_use_sub().
  */
 inline alloc(b, old, seen, ret)
 {
-	if							/* 518-519 */
+	if							/* 520-521 */
 	:: atomic { word < b -> REFUSED(b, true); ret = -EINVAL }
 	:: else ->
-		d_step { claimed = claimed + b; moving = moving + b };	/* 521 */
-		may_use_sub(b, true, old, seen, ret);		/* 523 */
+		d_step { claimed = claimed + b; moving = moving + b };	/* 523 */
+		may_use_sub(b, true, old, seen, ret);		/* 525 */
 		skip;	/* (a break may not jump into a d_step) */
 		d_step {
 			moving = moving - b;
-			if					/* 524-527 */
+			if					/* 526-529 */
 			:: ret != 0 -> claimed = claimed - b
 			:: else
 			fi
