@@ -93,23 +93,12 @@
  * room above the global reserve (observed deltas were ~2 MiB). */
 #define STATFS_META_THRESH (UINT64_C(4) << 20)
 
-struct srsv__bg {
-	uint64_t start, length;
-	struct srsv_space *space;
-	uint64_t used;			/* live bytes */
-	uint64_t pinned[2];		/* freed, per transaction bucket */
-	uint64_t pinned_trans[2];	/* the bucket's transaction */
-	uint64_t ro_bytes;		/* in the pool's readonly for us */
-	unsigned reclaim_mark;
-	bool readonly;			/* taken for reclaim, or relocated */
-	bool taken;			/* reclaim in progress */
-	bool unused;			/* emptied by a free or a reclaim */
-	bool candidate;			/* marked for reclaim */
-};
-
 struct srsv__bgroups {
 	struct srsv_ctx *ctx;
-	struct srsv_bgroup_config cfg;		/* immutable */
+	/* Defaults until srsv_bgroups_init() configures the table (under
+	 * lock, then configured is set with release); immutable from then. */
+	struct srsv_bgroup_config cfg;
+	volatile AO_t configured;
 	struct srsv__lock lock;
 	/* Protected by lock. */
 	struct srsv__bg **groups;		/* sorted by start */
@@ -135,9 +124,18 @@ static struct srsv__bgroups *bgs_of(struct srsv_ctx *ctx)
 		     AO_load_acquire(slot(ctx)) : NULL;
 }
 
+/* The table if srsv_bgroups_init() configured it: the chunk calls need
+ * that; the queries need only a table (a zoned ctx has one). */
+static struct srsv__bgroups *cfg_of(struct srsv_ctx *ctx)
+{
+	struct srsv__bgroups *bgs = bgs_of(ctx);
+
+	return bgs && AO_load_acquire(&bgs->configured) ? bgs : NULL;
+}
+
 bool srsv__bgroups_enabled(struct srsv_ctx *ctx)
 {
-	return bgs_of(ctx) != NULL;
+	return cfg_of(ctx) != NULL;
 }
 
 static bool bad_bytes(uint64_t bytes)
@@ -153,14 +151,16 @@ static unsigned factor_of(const struct srsv__bgroups *bgs,
 			    bgs->ctx->cfg.metadata_raid_factor;
 }
 
-static uint64_t bg_pinned(const struct srsv__bg *g)
+#define bg_pinned srsv__bg_pinned
+
+static uint64_t bg_used(const struct srsv__bg *g)
 {
-	return g->pinned[0] + g->pinned[1];
+	return srsv__ld(&g->used);
 }
 
 static uint64_t bg_room(const struct srsv__bg *g)
 {
-	return g->length - g->used - bg_pinned(g);
+	return g->length - bg_used(g) - bg_pinned(g);
 }
 
 /* The pool a caller names, or NULL. */
@@ -195,34 +195,70 @@ static bool tail_is_zero(const struct srsv_bgroup_config *cfg)
 	return true;
 }
 
+static struct srsv__bgroups *table_new(struct srsv_ctx *ctx)
+{
+	struct srsv__bgroups *bgs = calloc(1, sizeof(*bgs));
+
+	if (!bgs)
+		return NULL;
+	if (srsv__lock_init(&bgs->lock)) {
+		free(bgs);
+		return NULL;
+	}
+	bgs->ctx = ctx;
+	srsv_bgroup_config_init(&bgs->cfg);
+	return bgs;
+}
+
+static void table_free(struct srsv__bgroups *bgs)
+{
+	srsv__lock_destroy(&bgs->lock);
+	free(bgs);
+}
+
+struct srsv__bgroups *srsv__bgroups_table(struct srsv_ctx *ctx)
+{
+	struct srsv__bgroups *bgs = bgs_of(ctx);
+
+	if (bgs)
+		return bgs;
+	bgs = table_new(ctx);
+	if (!bgs)
+		return NULL;
+	/* Full barrier: readers find the table lock-free. */
+	if (!AO_compare_and_swap_full(slot(ctx), 0, (AO_t)(uintptr_t)bgs)) {
+		table_free(bgs);
+		bgs = bgs_of(ctx);
+	}
+	return bgs;
+}
+
 SRSV__EXPORT int srsv_bgroups_init(struct srsv_ctx *ctx,
 				   const struct srsv_bgroup_config *cfg)
 {
 	struct srsv__bgroups *bgs;
-	int ret;
+	int ret = 0;
 
 	if (!ctx || !cfg || cfg->size < sizeof(*cfg) || !tail_is_zero(cfg))
 		return -EINVAL;
 	if (cfg->reclaim_threshold_pct > 100 || !cfg->data_raid_factor ||
 	    cfg->data_raid_factor > 4)
 		return -EINVAL;
-	bgs = calloc(1, sizeof(*bgs));
+	/* A zoned ctx already has its table (its zone groups are in it):
+	 * configure that one. */
+	bgs = srsv__bgroups_table(ctx);
 	if (!bgs)
 		return -ENOMEM;
-	ret = srsv__lock_init(&bgs->lock);
-	if (ret) {
-		free(bgs);
-		return ret;
+	srsv__lock(&bgs->lock);
+	if (AO_load(&bgs->configured)) {
+		ret = -EALREADY;
+	} else {
+		bgs->cfg = *cfg;
+		bgs->cfg.size = sizeof(bgs->cfg);
+		AO_store_release(&bgs->configured, 1);
 	}
-	bgs->ctx = ctx;
-	bgs->cfg = *cfg;
-	bgs->cfg.size = sizeof(bgs->cfg);
-	if (!AO_compare_and_swap_full(slot(ctx), 0, (AO_t)(uintptr_t)bgs)) {
-		srsv__lock_destroy(&bgs->lock);
-		free(bgs);
-		return -EALREADY;
-	}
-	return 0;
+	srsv__unlock(&bgs->lock);
+	return ret;
 }
 
 void srsv__bgroups_ctx_destroy(struct srsv_ctx *ctx)
@@ -231,12 +267,15 @@ void srsv__bgroups_ctx_destroy(struct srsv_ctx *ctx)
 
 	if (!bgs)
 		return;
-	for (size_t i = 0; i < bgs->nr; i++)
-		free(bgs->groups[i]);
+	for (size_t i = 0; i < bgs->nr; i++) {
+		if (bgs->groups[i]->zone)
+			srsv__zone_group_destroy(bgs->groups[i]->zone);
+		else
+			free(bgs->groups[i]);
+	}
 	free(bgs->groups);
-	srsv__lock_destroy(&bgs->lock);
-	free(bgs);
 	AO_store(slot(ctx), 0);
+	table_free(bgs);
 }
 
 /* ---- the table ---- */
@@ -296,12 +335,18 @@ static int resolve(struct srsv__bgroups *bgs, int pool, uint64_t bytenr,
 	return 0;
 }
 
+/* A group's state for the caller.  Table lock held (a zone group's is
+ * read under its group lock, zoned.c). */
 static void fill_info(const struct srsv__bg *g, struct srsv_bgroup_info *info)
 {
+	if (g->zone) {
+		srsv__zone_bg_info(g->zone, info);
+		return;
+	}
 	memset(info, 0, sizeof(*info));
 	info->start = g->start;
 	info->length = g->length;
-	info->used = g->used;
+	info->used = bg_used(g);
 	info->pinned = bg_pinned(g);
 	info->pool = g->space->kind;
 	info->reclaim_mark = g->reclaim_mark;
@@ -310,37 +355,71 @@ static void fill_info(const struct srsv__bg *g, struct srsv_bgroup_info *info)
 	info->candidate = g->candidate;
 }
 
-SRSV__EXPORT int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool,
-				 uint64_t start, uint64_t length)
+/*
+ * Grow @g's pool by @g.  Table lock held: it ranks above the pool lock,
+ * and nothing on the reservation or zoned allocation path takes it.
+ */
+static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g,
+		     uint64_t tail)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
-	struct srsv_space *s;
-	struct srsv__bg *g;
-	uint64_t raw;
+	struct srsv_space *s = g->space;
+	struct srsv_ctx *ctx = bgs->ctx;
+	int ret = 0;
+
+	srsv__assert_held(&bgs->lock);
+	srsv__lock(&s->lock);
+	if (srsv__space_counter(s, SRSV__TOTAL) + g->length > SRSV_MAX_BYTES) {
+		ret = -EINVAL;
+	} else if (g->zone) {
+		/* A zone: the unwritable tail is claimed before the total
+		 * grows, so a lock-free admission never sees it as free. */
+		if (tail)
+			ret = srsv__space_update(s, SRSV__ZONE_UNUSABLE,
+						 (int64_t)tail);
+		if (!ret) {
+			ret = srsv__space_update(s, SRSV__TOTAL,
+						 (int64_t)g->length);
+			if (ret && tail)
+				srsv__space_update(s, SRSV__ZONE_UNUSABLE,
+						   -(int64_t)tail);
+		}
+	} else if (!srsv__ao_sub_checked(&ctx->unallocated,
+					 g->length * factor_of(bgs, s))) {
+		/* length <= 2^62 and factor <= 4: no wrap. */
+		ret = -ENOSPC;
+	} else {
+		/* Unallocated first, then the pool: overcommit never counts
+		 * the chunk twice. */
+		srsv__space_update(s, SRSV__TOTAL, (int64_t)g->length);
+	}
+	if (!ret) {
+		/* New capacity: btrfs_add_bg_to_space_info() clears full. */
+		srsv__st(&s->full, 0);
+		srsv__try_grant_tickets(s);
+	}
+	srsv__unlock(&s->lock);
+	return ret;
+}
+
+int srsv__bgroup_insert(struct srsv_ctx *ctx, struct srsv__bg *g,
+			uint64_t tail)
+{
+	struct srsv__bgroups *bgs = srsv__bgroups_table(ctx);
+	uint64_t start = g->start, length = g->length;
 	size_t pos;
 	int ret = 0;
 
 	if (!bgs)
-		return -EINVAL;
-	s = pool_space(ctx, pool);
-	if (!s || bad_bytes(length) || start > UINT64_MAX - length)
-		return -EINVAL;
-	raw = length * factor_of(bgs, s);	/* <= 4 * 2^62: no wrap */
-	g = calloc(1, sizeof(*g));
-	if (!g)
 		return -ENOMEM;
-	g->start = start;
-	g->length = length;
-	g->space = s;
-
 	srsv__lock(&bgs->lock);
 	pos = upper_bound(bgs, start);
-	/* Sorted and disjoint: only the neighbours can overlap. */
+	/* Sorted and disjoint: only the neighbours can overlap, whatever
+	 * they are (chunk or zone). */
 	if ((pos < bgs->nr && bgs->groups[pos]->start < start + length) ||
 	    (pos > 0 && bgs->groups[pos - 1]->start +
 			bgs->groups[pos - 1]->length > start)) {
 		ret = -EINVAL;
-		goto fail;
+		goto out;
 	}
 	if (bgs->nr == bgs->alloc) {
 		size_t n = bgs->alloc ? 2 * bgs->alloc : TABLE_FIRST;
@@ -349,36 +428,46 @@ SRSV__EXPORT int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool,
 
 		if (!grown) {
 			ret = -ENOMEM;
-			goto fail;
+			goto out;
 		}
 		bgs->groups = grown;
 		bgs->alloc = n;
 	}
-	srsv__lock(&s->lock);
-	if (srsv__space_counter(s, SRSV__TOTAL) + length > SRSV_MAX_BYTES) {
-		ret = -EINVAL;
-	} else if (!srsv__ao_sub_checked(&ctx->unallocated, raw)) {
-		ret = -ENOSPC;
-	} else {
-		/* Unallocated first, then the pool: overcommit never counts
-		 * the chunk twice. */
-		srsv__space_update(s, SRSV__TOTAL, (int64_t)length);
-		srsv__st(&s->full, 0);
-		srsv__try_grant_tickets(s);
-	}
-	srsv__unlock(&s->lock);
+	ret = pool_grow(bgs, g, tail);
 	if (ret)
-		goto fail;
+		goto out;
 	memmove(&bgs->groups[pos + 1], &bgs->groups[pos],
 		(bgs->nr - pos) * sizeof(*bgs->groups));
 	bgs->groups[pos] = g;
 	bgs->nr++;
 	bgs->st.added++;
+out:
 	srsv__unlock(&bgs->lock);
-	return 0;
-fail:
-	srsv__unlock(&bgs->lock);
-	free(g);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool,
+				 uint64_t start, uint64_t length)
+{
+	struct srsv__bgroups *bgs = cfg_of(ctx);
+	struct srsv_space *s;
+	struct srsv__bg *g;
+	int ret;
+
+	if (!bgs)
+		return -EINVAL;
+	s = pool_space(ctx, pool);
+	if (!s || bad_bytes(length) || start > UINT64_MAX - length)
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->start = start;
+	g->length = length;
+	g->space = s;
+	ret = srsv__bgroup_insert(ctx, g, 0);
+	if (ret)
+		free(g);
 	return ret;
 }
 
@@ -433,7 +522,7 @@ static unsigned reclaim_threshold(const struct srsv__bgroups *bgs,
 SRSV__EXPORT int srsv_bgroup_reclaim_threshold(struct srsv_ctx *ctx,
 					       enum srsv_pool pool)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv_space *s = bgs ? pool_space(ctx, pool) : NULL;
 
 	if (!s)
@@ -457,7 +546,7 @@ static bool should_reclaim(const struct srsv__bgroups *bgs,
 
 	if (!pct)
 		return false;
-	return g->used + freed >= thresh && g->used < thresh;
+	return bg_used(g) + freed >= thresh && bg_used(g) < thresh;
 }
 
 static void mark_candidate(struct srsv__bgroups *bgs, struct srsv__bg *g)
@@ -486,10 +575,12 @@ again:
 	for (size_t i = 0; i < bgs->nr; i++) {
 		struct srsv__bg *g = bgs->groups[i];
 
-		/* Emptied groups return at the commit anyway. */
-		if (g->space != s || g->readonly || g->unused)
+		/* Emptied groups return at the commit anyway.  Zone
+		 * groups have their own candidates (zoned.c: freed bytes
+		 * below the write pointer, not used bytes). */
+		if (g->space != s || g->zone || g->readonly || g->unused)
 			continue;
-		if (g->used < srsv__mult_perc(g->length, pct) &&
+		if (bg_used(g) < srsv__mult_perc(g->length, pct) &&
 		    g->reclaim_mark) {
 			will_reclaim = true;
 			if (!g->candidate)
@@ -511,7 +602,7 @@ again:
 SRSV__EXPORT int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 				   uint64_t bytenr, uint64_t bytes)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv__bg *g;
 	int ret;
 
@@ -519,12 +610,14 @@ SRSV__EXPORT int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
 	ret = resolve(bgs, pool, bytenr, bytes, &g);
-	if (!ret && g->readonly)
+	if (!ret && g->zone)
+		ret = srsv__zone_bg_alloc(g->zone, bytenr, bytes);
+	else if (!ret && g->readonly)
 		ret = -EROFS;
 	else if (!ret && bytes > bg_room(g))
 		ret = -EINVAL;
-	if (!ret) {
-		g->used += bytes;
+	else if (!ret) {
+		srsv__st(&g->used, bg_used(g) + bytes);
 		g->reclaim_mark = 0;
 		g->unused = false;
 	}
@@ -536,7 +629,7 @@ SRSV__EXPORT int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 				  uint64_t bytenr, uint64_t bytes,
 				  uint64_t transid)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv__bg *g;
 	unsigned b = transid & 1;
 	int ret;
@@ -547,13 +640,22 @@ SRSV__EXPORT int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 	ret = resolve(bgs, pool, bytenr, bytes, &g);
 	if (ret)
 		goto out;
-	if (bytes > g->used ||
-	    (transid && (transid <= bgs->committed ||
-			 (g->pinned[b] && g->pinned_trans[b] != transid)))) {
+	if (transid && (transid <= bgs->committed ||
+			(g->pinned[b] && g->pinned_trans[b] != transid))) {
 		ret = -EINVAL;
 		goto out;
 	}
-	g->used -= bytes;
+	if (g->zone) {
+		/* Freed below the write pointer: zone_unusable, at once or
+		 * at the commit (zoned.c). */
+		ret = srsv__zone_bg_free(g->zone, bytes, transid);
+		goto out;
+	}
+	if (bytes > bg_used(g)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	srsv__st(&g->used, bg_used(g) - bytes);
 	if (transid) {
 		g->pinned[b] += bytes;
 		g->pinned_trans[b] = transid;
@@ -567,7 +669,7 @@ SRSV__EXPORT int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 		if (bgs->reclaimable[kind] >= data_chunk(bgs))
 			bgs->ready[kind] = true;
 	}
-	if (!g->used)
+	if (!bg_used(g))
 		g->unused = true;
 	else if (!bgs->cfg.periodic_reclaim && !g->readonly &&
 		 should_reclaim(bgs, g, bytes))
@@ -689,7 +791,7 @@ static void grant_metadata(struct srsv_ctx *ctx)
 
 SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	int returned = 0;
 
 	if (!bgs || !transid)
@@ -705,6 +807,10 @@ SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 		struct srsv__bg *g = bgs->groups[i];
 		uint64_t freed = 0;
 
+		if (g->zone) {
+			srsv__zone_bg_commit(g->zone, transid);
+			continue;
+		}
 		for (int b = 0; b < 2; b++) {
 			if (g->pinned[b] && g->pinned_trans[b] <= transid) {
 				freed += g->pinned[b];
@@ -723,7 +829,10 @@ SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 	for (size_t i = 0; i < bgs->nr;) {
 		struct srsv__bg *g = bgs->groups[i];
 
-		if (g->unused && !g->used && !bg_pinned(g) && !g->taken &&
+		/* An emptied zone group is not returned: RESET_ZONES
+		 * resets it in its pool (zoned.c). */
+		if (!g->zone && g->unused && !bg_used(g) && !bg_pinned(g) &&
+		    !g->taken &&
 		    pool_groups(bgs, g->space) > 1 && !give_back(bgs, i)) {
 			returned++;
 			continue;	/* the next group moved to i */
@@ -752,7 +861,7 @@ SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 SRSV__EXPORT int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
 				    uint64_t start)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv_space *s;
 	struct srsv__bg *g;
 	size_t pos;
@@ -767,9 +876,9 @@ SRSV__EXPORT int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
 	g = lookup(bgs, start, &pos);
 	if (!g)
 		ret = -ENOENT;
-	else if (g->start != start || g->space != s)
+	else if (g->start != start || g->space != s || g->zone)
 		ret = -EINVAL;
-	else if (g->used || bg_pinned(g) || g->taken)
+	else if (bg_used(g) || bg_pinned(g) || g->taken)
 		ret = -EBUSY;
 	else
 		ret = give_back(bgs, pos);
@@ -786,14 +895,14 @@ static bool still_candidate(const struct srsv__bgroups *bgs,
 			    const struct srsv__bg *g)
 {
 	return !g->readonly && !g->unused &&
-	       (!g->used || g->used < srsv__mult_perc(g->length,
+	       (!bg_used(g) || bg_used(g) < srsv__mult_perc(g->length,
 					reclaim_threshold(bgs, g->space)));
 }
 
 SRSV__EXPORT int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
 					  struct srsv_bgroup_info *info)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	int ret = -ENOENT;
 
 	if (!bgs || !info)
@@ -816,7 +925,7 @@ SRSV__EXPORT int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
 				g->candidate = false;
 				continue;
 			}
-			if (!best || g->used < best->used)
+			if (!best || bg_used(g) < bg_used(best))
 				best = g;
 		}
 		if (!best)
@@ -863,7 +972,7 @@ static void reclaim_end(struct srsv__bgroups *bgs, struct srsv__bg *g,
 SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 					  int result)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv__bg *g;
 	int ret = 0;
 
@@ -875,7 +984,7 @@ SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 		ret = -ENOENT;
 	else if (g->start != start || !g->taken)
 		ret = -EINVAL;
-	else if (!result && g->used)
+	else if (!result && bg_used(g))
 		ret = -EBUSY;
 	else
 		reclaim_end(bgs, g, result);
@@ -885,7 +994,7 @@ SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 
 unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s)
 {
-	struct srsv__bgroups *bgs = bgs_of(s->ctx);
+	struct srsv__bgroups *bgs = cfg_of(s->ctx);
 	unsigned candidates = 0;
 
 	if (!bgs)
@@ -905,7 +1014,7 @@ unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s)
 
 void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 
 	if (!bgs)
 		return;
@@ -914,7 +1023,7 @@ void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx)
 		struct srsv__bg *g = bgs->groups[i];
 
 		if (g->taken)
-			reclaim_end(bgs, g, g->used ? -EAGAIN : 0);
+			reclaim_end(bgs, g, bg_used(g) ? -EAGAIN : 0);
 	}
 	srsv__unlock(&bgs->lock);
 }
@@ -961,7 +1070,7 @@ SRSV__EXPORT int srsv_bgroup_find_free(struct srsv_ctx *ctx,
 				       enum srsv_pool pool, uint64_t bytes,
 				       uint64_t *start)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv_space *s = bgs ? pool_space(ctx, pool) : NULL;
 	int ret = -ENOSPC;
 
@@ -971,7 +1080,10 @@ SRSV__EXPORT int srsv_bgroup_find_free(struct srsv_ctx *ctx,
 	for (size_t i = 0; i < bgs->nr; i++) {
 		struct srsv__bg *g = bgs->groups[i];
 
-		if (g->space == s && !g->readonly && bg_room(g) >= bytes) {
+		/* Zone groups are written at their write pointer: the
+		 * zoned allocator's hint finds them (srsv_zone_hint()). */
+		if (g->space == s && !g->zone && !g->readonly &&
+		    bg_room(g) >= bytes) {
 			*start = g->start;
 			ret = 0;
 			break;
@@ -999,7 +1111,7 @@ SRSV__EXPORT int srsv_bgroup_stats(struct srsv_ctx *ctx,
 
 SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv__bgroups *bgs = cfg_of(ctx);
 	unsigned data_factor = bgs ? bgs->cfg.data_raid_factor : 1;
 	unsigned meta_factor;
 	uint64_t free_data = 0, free_meta = 0, used_raw = 0, used, global = 0;
@@ -1012,7 +1124,7 @@ SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
 	mixed = ctx->spaces[SRSV_POOL_MIXED] != NULL;
 	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
 		struct srsv_space *s = ctx->spaces[k];
-		uint64_t total, u, ro, f;
+		uint64_t total, u, ro, zu, f;
 
 		if (!s)
 			continue;
@@ -1021,11 +1133,14 @@ SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
 		total = srsv__space_counter(s, SRSV__TOTAL);
 		u = srsv__space_counter(s, SRSV__USED);
 		ro = srsv__space_counter(s, SRSV__READONLY);
+		zu = srsv__space_counter(s, SRSV__ZONE_UNUSABLE);
 		srsv__unlock(&s->lock);
 		/* disk_total - disk_used, less the free bytes of read-only
-		 * groups (btrfs_account_ro_block_groups_free_space()). */
+		 * groups (btrfs_account_ro_block_groups_free_space()), and
+		 * less what zone groups freed below their write pointers:
+		 * no write gets those bytes before a reset. */
 		if (s->is_data) {
-			uint64_t busy = u + ro;
+			uint64_t busy = u + ro + zu;
 
 			free_data += total > busy ? (total - busy) * f : 0;
 		} else if (k == SRSV_POOL_METADATA) {

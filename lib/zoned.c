@@ -103,7 +103,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "bgroup.h"
 #include "trace.h"
 
 /* Token classes: who may take which active-zone tokens. */
@@ -139,13 +139,6 @@ static const char *const kind_names[SRSV_ZONE_KIND_COUNT] = {
 };
 
 /*
- * First size of the group table.  A small device has a few dozen groups:
- * 64 pointers (512 bytes) register those without a reallocation, and
- * doubling from there keeps registering a whole device O(n).
- */
-#define GROUP_TABLE_FIRST 64
-
-/*
  * srsv_zoned_finish_one() chooses under the list lock and finishes under
  * the group lock; a writer can allocate in the chosen group (or another
  * thread finish it) in between, and each retry means that just happened.
@@ -160,10 +153,16 @@ static bool kind_dedicated(int kind)
 }
 
 struct srsv_zone_group {
+	/*
+	 * The block group this zone group is: its range, pool, used and
+	 * pinned bytes, in the ctx's one group table (bgroup.h).  bg.used
+	 * and bg.pinned of a zone group are written under lock (below).
+	 */
+	struct srsv__bg bg;
+
 	/* Immutable after srsv_zone_group_add(). */
 	struct srsv__zoned *z;
-	struct srsv_space *space;
-	uint64_t start, length, capacity;
+	uint64_t capacity;
 	int kind;
 
 	/* Protected by z->list_lock. */
@@ -182,7 +181,6 @@ struct srsv_zone_group {
 	struct srsv__lock lock;
 	/* Written under lock; readable lock-free (hint, pre-checks). */
 	volatile AO_t alloc_offset;	/* write pointer, relative to start */
-	volatile AO_t used;		/* written and referenced */
 	volatile AO_t reserved;		/* allocated, not yet written */
 	volatile AO_t zone_unusable;	/* freed below wp + length - capacity */
 	/* Protected by lock. */
@@ -193,11 +191,9 @@ struct srsv__zoned {
 	struct srsv_ctx *ctx;
 	struct srsv_zoned_config cfg;		/* immutable */
 
-	struct srsv__lock table_lock;
-	/* Protected by table_lock. */
-	struct srsv_zone_group **groups;	/* every group, sorted by start */
-	size_t groups_alloc;
-	volatile AO_t nr_groups;		/* written under table_lock */
+	/* Zone groups registered (they live in the ctx's group table,
+	 * bgroup.c). */
+	volatile AO_t nr_groups;
 
 	struct srsv__lock list_lock;		/* leaf */
 	/* Protected by list_lock. */
@@ -251,7 +247,7 @@ static uint64_t group_room(const struct srsv_zone_group *g)
 /* The unwritable tail: zone_unusable of a group that nothing freed yet. */
 static uint64_t group_tail(const struct srsv_zone_group *g)
 {
-	return g->length - g->capacity;
+	return g->bg.length - g->capacity;
 }
 
 static bool group_full(const struct srsv_zone_group *g)
@@ -327,7 +323,7 @@ static void give_back_token(struct srsv__zoned *z, struct srsv_zone_group *g,
 	z->active_by_class[kind_class[g->kind]]--;
 	z->active_by_kind[g->kind]--;
 	srsv__unlock(&z->list_lock);
-	srsv__trace_zone_finish(g->start, g->kind, wasted);
+	srsv__trace_zone_finish(g->bg.start, g->kind, wasted);
 }
 
 /* Every byte freed, nothing outstanding: the zone can be reset.  Group
@@ -336,8 +332,9 @@ static bool resettable(const struct srsv__zoned *z, struct srsv_zone_group *g)
 {
 	(void)z;
 	srsv__assert_held(&g->lock);
-	return !g->active && !srsv__ld(&g->used) && !srsv__ld(&g->reserved) &&
-	       srsv__ld(&g->zone_unusable) == g->length;
+	return !g->active && !srsv__ld(&g->bg.used) &&
+	       !srsv__ld(&g->reserved) && !srsv__bg_pinned(&g->bg) &&
+	       srsv__ld(&g->zone_unusable) == g->bg.length;
 }
 
 /* Relocating the live rest pays off: a finished group whose freed bytes
@@ -348,7 +345,7 @@ static bool sparse(const struct srsv__zoned *z, struct srsv_zone_group *g)
 
 	srsv__assert_held(&g->lock);
 	return !g->active && group_full(g) && !srsv__ld(&g->reserved) &&
-	       srsv__ld(&g->used) &&
+	       srsv__ld(&g->bg.used) &&
 	       freed >= srsv__mult_perc(g->capacity,
 					z->cfg.reclaim_threshold_pct);
 }
@@ -361,7 +358,7 @@ static bool sparse(const struct srsv__zoned *z, struct srsv_zone_group *g)
  */
 static void queue_candidate(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
-	int pool = g->space->kind;
+	int pool = g->bg.space->kind;
 	bool unused, reclaim;
 
 	srsv__assert_held(&g->lock);
@@ -441,7 +438,6 @@ static void zoned_free(struct srsv__zoned *z)
 {
 	srsv__lock_destroy(&z->reclaim_lock);
 	srsv__lock_destroy(&z->list_lock);
-	srsv__lock_destroy(&z->table_lock);
 	free(z);
 }
 
@@ -467,9 +463,6 @@ SRSV__EXPORT int srsv_zoned_init(struct srsv_ctx *ctx,
 	z = calloc(1, sizeof(*z));
 	if (!z)
 		return -ENOMEM;
-	ret = srsv__lock_init(&z->table_lock);
-	if (ret)
-		goto fail_table;
 	ret = srsv__lock_init(&z->list_lock);
 	if (ret)
 		goto fail_list;
@@ -485,6 +478,12 @@ SRSV__EXPORT int srsv_zoned_init(struct srsv_ctx *ctx,
 		srsv__list_init(&z->reclaim[p]);
 	}
 
+	/* The zone groups go into the ctx's group table: created last, so
+	 * that a failure above leaves nothing behind. */
+	if (!srsv__bgroups_table(ctx)) {
+		ret = -ENOMEM;
+		goto fail_table;
+	}
 	/* Full barrier (release included): the flushers read ctx->zoned
 	 * without a lock. */
 	if (!AO_compare_and_swap_full(zoned_slot(ctx), 0,
@@ -494,11 +493,11 @@ SRSV__EXPORT int srsv_zoned_init(struct srsv_ctx *ctx,
 	}
 	return 0;
 
+fail_table:
+	srsv__lock_destroy(&z->reclaim_lock);
 fail_reclaim:
 	srsv__lock_destroy(&z->list_lock);
 fail_list:
-	srsv__lock_destroy(&z->table_lock);
-fail_table:
 	free(z);
 	return ret;
 }
@@ -506,16 +505,10 @@ fail_table:
 void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx)
 {
 	struct srsv__zoned *z = zoned_of(ctx);
-	size_t nr;
 
+	/* The groups are freed with the group table (bgroup.c), after. */
 	if (!z)
 		return;
-	nr = srsv__ld(&z->nr_groups);
-	for (size_t i = 0; i < nr; i++) {
-		srsv__lock_destroy(&z->groups[i]->lock);
-		free(z->groups[i]);
-	}
-	free(z->groups);
 	zoned_free(z);
 	AO_store(zoned_slot(ctx), 0);
 }
@@ -529,78 +522,10 @@ SRSV__EXPORT const char *srsv_zone_kind_name(int kind)
 
 /* ---- groups ---- */
 
-/* Index of the first group whose start is >= @start.  Table lock held. */
-static size_t lower_bound(struct srsv__zoned *z, uint64_t start)
+void srsv__zone_group_destroy(struct srsv_zone_group *g)
 {
-	size_t lo = 0, hi = srsv__ld(&z->nr_groups);
-
-	srsv__assert_held(&z->table_lock);
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (z->groups[mid]->start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Does [start, start + length) overlap a registered group?  The table is
- * sorted and never overlaps, so only the two neighbours can.  Table lock
- * held. */
-static bool overlaps(struct srsv__zoned *z, uint64_t start, uint64_t length,
-		     size_t pos)
-{
-	srsv__assert_held(&z->table_lock);
-	if (pos < srsv__ld(&z->nr_groups) &&
-	    z->groups[pos]->start < start + length)
-		return true;
-	if (pos > 0) {
-		const struct srsv_zone_group *prev = z->groups[pos - 1];
-
-		if (prev->start + prev->length > start)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Grow the pool by a new group.  Table lock held: the table lock ranks
- * above the pool lock, and nothing on the allocation path takes it, so
- * a pool lock held elsewhere stalls only other registrations.
- */
-static int pool_add_group(struct srsv__zoned *z, struct srsv_space *s,
-			  uint64_t length, uint64_t tail)
-{
-	int ret = 0;
-
-	srsv__assert_held(&z->table_lock);
-	srsv__lock(&s->lock);
-	if (srsv__space_counter(s, SRSV__TOTAL) + length > SRSV_MAX_BYTES) {
-		ret = -EINVAL;
-		goto out;
-	}
-	/* The unwritable tail is claimed before the total grows, so a
-	 * lock-free admission never sees it as free. */
-	if (tail) {
-		ret = srsv__space_update(s, SRSV__ZONE_UNUSABLE, (int64_t)tail);
-		if (ret)
-			goto out;
-	}
-	ret = srsv__space_update(s, SRSV__TOTAL, (int64_t)length);
-	if (ret) {
-		if (tail)
-			srsv__space_update(s, SRSV__ZONE_UNUSABLE,
-					   -(int64_t)tail);
-		goto out;
-	}
-	/* New capacity: btrfs_add_bg_to_space_info() clears full. */
-	srsv__st(&s->full, 0);
-	srsv__try_grant_tickets(s);
-out:
-	srsv__unlock(&s->lock);
-	return ret;
+	srsv__lock_destroy(&g->lock);
+	free(g);
 }
 
 SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
@@ -611,7 +536,6 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	struct srsv__zoned *z = zoned_of(ctx);
 	struct srsv_zone_group *g;
 	struct srsv_space *s;
-	size_t pos, nr;
 	int ret;
 
 	if (!z || (unsigned)kind >= SRSV_ZONE_KIND_COUNT)
@@ -632,9 +556,10 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 		return ret;
 	}
 	g->z = z;
-	g->space = s;
-	g->start = start;
-	g->length = length;
+	g->bg.space = s;
+	g->bg.start = start;
+	g->bg.length = length;
+	g->bg.zone = g;
 	g->capacity = capacity;
 	g->kind = kind;
 	srsv__list_init(&g->active_node);
@@ -642,42 +567,17 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	srsv__list_init(&g->reclaim_node);
 	srsv__st(&g->zone_unusable, length - capacity);
 
-	srsv__lock(&z->table_lock);
-	nr = srsv__ld(&z->nr_groups);
-	pos = lower_bound(z, start);
-	if (overlaps(z, start, length, pos)) {
-		ret = -EINVAL;
-		goto fail;
+	/* One table for chunks and zones: an overlap with either is
+	 * refused there, and the pool grows under its lock. */
+	ret = srsv__bgroup_insert(ctx, &g->bg, length - capacity);
+	if (ret) {
+		srsv__zone_group_destroy(g);
+		return ret;
 	}
-	if (nr == z->groups_alloc) {
-		size_t n = z->groups_alloc ? 2 * z->groups_alloc :
-			   GROUP_TABLE_FIRST;
-		struct srsv_zone_group **grown =
-			realloc(z->groups, n * sizeof(*grown));
-
-		if (!grown) {
-			ret = -ENOMEM;
-			goto fail;
-		}
-		z->groups = grown;
-		z->groups_alloc = n;
-	}
-	ret = pool_add_group(z, s, length, length - capacity);
-	if (ret)
-		goto fail;
-	memmove(&z->groups[pos + 1], &z->groups[pos],
-		(nr - pos) * sizeof(*z->groups));
-	z->groups[pos] = g;
-	srsv__st(&z->nr_groups, nr + 1);
-	srsv__unlock(&z->table_lock);
+	AO_fetch_and_add1(&z->nr_groups);
 	if (out)
 		*out = g;
 	return 0;
-fail:
-	srsv__unlock(&z->table_lock);
-	srsv__lock_destroy(&g->lock);
-	free(g);
-	return ret;
 }
 
 SRSV__EXPORT int srsv_zone_group_activate(struct srsv_zone_group *g)
@@ -715,7 +615,7 @@ SRSV__EXPORT int srsv_zone_group_activate(struct srsv_zone_group *g)
 	left = tokens_left(z);
 	srsv__unlock(&z->list_lock);
 	srsv__unlock(&g->lock);
-	srsv__trace_zone_activate(g->start, g->kind, ret, left);
+	srsv__trace_zone_activate(g->bg.start, g->kind, ret, left);
 	return ret;
 }
 
@@ -736,10 +636,10 @@ static int finish_locked(struct srsv__zoned *z, struct srsv_zone_group *g)
 		return -EBUSY;
 	wasted = group_room(g);
 	if (wasted) {
-		srsv__lock(&g->space->lock);
-		ret = srsv__space_update(g->space, SRSV__ZONE_UNUSABLE,
+		srsv__lock(&g->bg.space->lock);
+		ret = srsv__space_update(g->bg.space, SRSV__ZONE_UNUSABLE,
 					 (int64_t)wasted);
-		srsv__unlock(&g->space->lock);
+		srsv__unlock(&g->bg.space->lock);
 		if (ret)
 			return ret;
 		srsv__st(&g->zone_unusable,
@@ -882,7 +782,7 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	z->hint_looked += looked;
 	srsv__unlock(&z->list_lock);
 	srsv__trace_zone_hint(kind, s->kind, bytes,
-			      chosen ? chosen->start : UINT64_MAX, looked);
+			      chosen ? chosen->bg.start : UINT64_MAX, looked);
 	if (!chosen)
 		return -ENOSPC;
 	*out = chosen;
@@ -905,7 +805,7 @@ SRSV__EXPORT int srsv_zone_group_alloc(struct srsv_zone_group *g,
 		srsv__st(&g->alloc_offset, off + bytes);
 		srsv__st(&g->reserved, srsv__ld(&g->reserved) + bytes);
 		if (logical)
-			*logical = g->start + off;
+			*logical = g->bg.start + off;
 		/* Full: off the list at once, so that the hint never sees
 		 * it.  The token stays until the last write lands. */
 		if (off + bytes == g->capacity) {
@@ -931,7 +831,7 @@ SRSV__EXPORT int srsv_zone_group_written(struct srsv_zone_group *g,
 		srsv__unlock(&g->lock);
 		return -EINVAL;
 	}
-	srsv__st(&g->used, srsv__ld(&g->used) + bytes);
+	srsv__st(&g->bg.used, srsv__ld(&g->bg.used) + bytes);
 	srsv__st(&g->reserved, reserved - bytes);
 	/* The last write into a full zone landed: it is no longer active
 	 * on the device (btrfs_zone_finish_endio()). */
@@ -961,10 +861,10 @@ static int to_unusable(struct srsv_zone_group *g, volatile AO_t *from,
 		srsv__unlock(&g->lock);
 		return -EINVAL;
 	}
-	srsv__lock(&g->space->lock);
-	ret = srsv__space_move(g->space, pool_from, SRSV__ZONE_UNUSABLE,
+	srsv__lock(&g->bg.space->lock);
+	ret = srsv__space_move(g->bg.space, pool_from, SRSV__ZONE_UNUSABLE,
 			       bytes);
-	srsv__unlock(&g->space->lock);
+	srsv__unlock(&g->bg.space->lock);
 	if (ret) {
 		srsv__unlock(&g->lock);
 		return ret;
@@ -989,7 +889,124 @@ SRSV__EXPORT int srsv_zone_group_abandon(struct srsv_zone_group *g,
 SRSV__EXPORT int srsv_zone_group_free(struct srsv_zone_group *g,
 				      uint64_t bytes)
 {
-	return g ? to_unusable(g, &g->used, SRSV__USED, bytes) : -EINVAL;
+	return g ? to_unusable(g, &g->bg.used, SRSV__USED, bytes) : -EINVAL;
+}
+
+/* ---- the block-group calls on a zone group (bgroup.c, table lock held) ---- */
+
+int srsv__zone_bg_alloc(struct srsv_zone_group *g, uint64_t bytenr,
+			uint64_t bytes)
+{
+	uint64_t off;
+	int ret = 0;
+
+	srsv__lock(&g->lock);
+	off = srsv__ld(&g->alloc_offset);
+	/* A zone is written at its write pointer and nowhere else. */
+	if (bytenr != g->bg.start + off) {
+		ret = -EINVAL;
+	} else if (!g->open || g->capacity - off < bytes) {
+		ret = -ENOSPC;
+	} else {
+		/* srsv_zone_group_alloc() and _written() in one: the engine
+		 * reports an extent it placed and referenced. */
+		srsv__st(&g->alloc_offset, off + bytes);
+		srsv__st(&g->bg.used, srsv__ld(&g->bg.used) + bytes);
+		if (off + bytes == g->capacity) {
+			srsv__lock(&g->z->list_lock);
+			close_locked(g->z, g);
+			srsv__unlock(&g->z->list_lock);
+			if (g->active && !srsv__ld(&g->reserved)) {
+				give_back_token(g->z, g, 0);
+				queue_candidate(g->z, g);
+			}
+		}
+	}
+	srsv__unlock(&g->lock);
+	return ret;
+}
+
+int srsv__zone_bg_free(struct srsv_zone_group *g, uint64_t bytes,
+		       uint64_t transid)
+{
+	unsigned b = transid & 1;
+	uint64_t used;
+
+	/* Freed now: below the write pointer, zone_unusable at once. */
+	if (!transid)
+		return to_unusable(g, &g->bg.used, SRSV__USED, bytes);
+	/* Freed in transaction @transid: still referenced by the last
+	 * committed state, so the pool keeps them as used (the engine does
+	 * not pin them) until the commit moves them to zone_unusable. */
+	srsv__lock(&g->lock);
+	used = srsv__ld(&g->bg.used);
+	if (used < bytes) {
+		srsv__unlock(&g->lock);
+		return -EINVAL;
+	}
+	srsv__st(&g->bg.used, used - bytes);
+	g->bg.pinned[b] += bytes;
+	g->bg.pinned_trans[b] = transid;
+	srsv__unlock(&g->lock);
+	return 0;
+}
+
+void srsv__zone_bg_commit(struct srsv_zone_group *g, uint64_t transid)
+{
+	uint64_t freed = 0;
+	bool done[2] = { false, false };
+
+	srsv__lock(&g->lock);
+	for (int b = 0; b < 2; b++) {
+		if (g->bg.pinned[b] && g->bg.pinned_trans[b] <= transid) {
+			freed += g->bg.pinned[b];
+			done[b] = true;
+		}
+	}
+	if (freed) {
+		int ret;
+
+		/* Zone_unusable grows before used drops (the move adds
+		 * first): a lock-free reader never sees them free. */
+		srsv__lock(&g->bg.space->lock);
+		ret = srsv__space_move(g->bg.space, SRSV__USED,
+				       SRSV__ZONE_UNUSABLE, freed);
+		srsv__unlock(&g->bg.space->lock);
+		/* Refused only if the pool lost used bytes behind our back:
+		 * keep them pinned rather than lose them. */
+		if (!ret) {
+			srsv__st(&g->zone_unusable,
+				 srsv__ld(&g->zone_unusable) + freed);
+			for (int b = 0; b < 2; b++)
+				if (done[b])
+					g->bg.pinned[b] = 0;
+			/* Emptied: RESET_ZONES resets it; sparse: a
+			 * RECLAIM_ZONES candidate. */
+			queue_candidate(g->z, g);
+		}
+	}
+	srsv__unlock(&g->lock);
+}
+
+void srsv__zone_bg_info(struct srsv_zone_group *g,
+			struct srsv_bgroup_info *info)
+{
+	struct srsv__zoned *z = g->z;
+
+	memset(info, 0, sizeof(*info));
+	srsv__lock(&g->lock);
+	info->start = g->bg.start;
+	info->length = g->bg.length;
+	info->used = srsv__ld(&g->bg.used);
+	info->pinned = srsv__bg_pinned(&g->bg);
+	info->pool = g->bg.space->kind;
+	/* Zoned meaning: empty (every byte zone_unusable), to be reset by
+	 * RESET_ZONES; a candidate of RECLAIM_ZONES. */
+	info->unused = resettable(z, g);
+	srsv__lock(&z->reclaim_lock);
+	info->candidate = g->on_reclaim;
+	srsv__unlock(&z->reclaim_lock);
+	srsv__unlock(&g->lock);
 }
 
 SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
@@ -998,15 +1015,15 @@ SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
 	if (!g || !info)
 		return -EINVAL;
 	srsv__lock(&g->lock);
-	info->start = g->start;
-	info->length = g->length;
+	info->start = g->bg.start;
+	info->length = g->bg.length;
 	info->capacity = g->capacity;
 	info->alloc_offset = srsv__ld(&g->alloc_offset);
-	info->used = srsv__ld(&g->used);
+	info->used = srsv__ld(&g->bg.used);
 	info->reserved = srsv__ld(&g->reserved);
 	info->zone_unusable = srsv__ld(&g->zone_unusable);
 	info->kind = g->kind;
-	info->pool = g->space->kind;
+	info->pool = g->bg.space->kind;
 	info->active = g->active;
 	info->open = g->open;
 	info->busy = g->busy;
@@ -1091,7 +1108,7 @@ static bool claim_if(struct srsv__zoned *z, struct srsv_zone_group *g,
  */
 static uint64_t reset_claimed(struct srsv__zoned *z, struct srsv_zone_group *g)
 {
-	struct srsv_space *s = g->space;
+	struct srsv_space *s = g->bg.space;
 	uint64_t freed = 0;
 	int ret = call_zone_fn(z, z->cfg.zone_reset, g);
 
@@ -1182,7 +1199,7 @@ static bool looks_sparse(const struct srsv__zoned *z,
 	uint64_t freed = srsv__ld(&g->zone_unusable) - group_tail(g);
 
 	return group_full(g) && !srsv__ld(&g->reserved) &&
-	       srsv__ld(&g->used) &&
+	       srsv__ld(&g->bg.used) &&
 	       freed >= srsv__mult_perc(g->capacity,
 					z->cfg.reclaim_threshold_pct);
 }
@@ -1220,7 +1237,7 @@ static uint64_t reclaim_zones(struct srsv__zoned *z, struct srsv_space *s,
 	for (n = mine.next; n != &mine; n = next) {
 		struct srsv_zone_group *g = srsv__container_of(n,
 				struct srsv_zone_group, reclaim_node);
-		uint64_t used = srsv__ld(&g->used);
+		uint64_t used = srsv__ld(&g->bg.used);
 		unsigned i;
 
 		next = n->next;
@@ -1231,15 +1248,15 @@ static uint64_t reclaim_zones(struct srsv__zoned *z, struct srsv_space *s,
 			continue;
 		}
 		if (nr == SRSV_ZONED_RECLAIM_BATCH &&
-		    used >= srsv__ld(&batch[nr - 1]->used))
+		    used >= srsv__ld(&batch[nr - 1]->bg.used))
 			continue;
 		/* Insertion into a batch kept sorted by used bytes (ties:
 		 * queue order); a group pushed out of a full batch just
 		 * stays on the private list. */
 		if (nr < SRSV_ZONED_RECLAIM_BATCH)
 			nr++;
-		for (i = nr - 1; i > 0 && srsv__ld(&batch[i - 1]->used) > used;
-		     i--)
+		for (i = nr - 1;
+		     i > 0 && srsv__ld(&batch[i - 1]->bg.used) > used; i--)
 			batch[i] = batch[i - 1];
 		batch[i] = g;
 	}
