@@ -73,10 +73,24 @@
  * not free (reservations hold the pool's free space) the group stays and
  * is tried again at the next commit.
  *
+ * ONE TABLE FOR CHUNKS AND ZONES
+ *
+ * The table is the ctx's one group table.  A zone group (zoned.c) is a
+ * block group carrying zoned state (struct srsv__bg's zone pointer): it is
+ * inserted here by srsv_zone_group_add() through srsv__bgroup_insert(), so
+ * overlaps are refused whichever kind came first, and get/next/stats see
+ * it.  A zoned ctx gets the table at srsv_zoned_init(), unconfigured;
+ * srsv_bgroups_init() configures it (the chunk calls need that, the
+ * queries do not).  On a zone the calls defer to zoned.c (alloc at the
+ * write pointer, frees to zone_unusable); the chunk rules (return at the
+ * commit, sweeps, take, find_free, remove) skip zones: their candidates
+ * come from zone_unusable and they are reset in place, not returned.
+ *
  * LOCKING AND COST
  *
- * One lock per ctx (bgs->lock) protects the table and every group; it
- * ranks above the pool locks and no pool lock holder calls in here.  The
+ * One lock per ctx (bgs->lock) protects the table and every conventional
+ * group; it ranks above a zone group's lock (zoned.c) and the pool locks,
+ * and no holder of either calls in here.  The
  * extent calls (alloc, free, get) are a binary search; commit, the sweeps
  * and take walk the table: O(groups), a few thousand on a large device
  * (1 GiB chunks), never on the reservation path.

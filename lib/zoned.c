@@ -62,18 +62,39 @@
  * transaction: one device command per reset, and no more than the waiters
  * need.
  *
+ * ONE MODEL WITH THE CHUNKS
+ *
+ * A zone group is a block group (struct srsv__bg, bgroup.h) that carries
+ * zoned state: the block group is embedded in it, and lives in the ctx's
+ * one group table beside the conventional chunks.  What is common is kept
+ * once, in bgroup.c: the table, the lookup, the overlap check (a zone over
+ * a chunk or a chunk over a zone is refused), pool growth, the used and
+ * pinned bytes.  What is truly zoned is here: activation and the active
+ * list, the hint, the write pointer, finish, reset and the zoned
+ * candidates.  The block-group calls reach a zone through the
+ * srsv__zone_bg_*() functions below, with btrfs's zoned meaning: alloc at
+ * the write pointer only; freed bytes below it become zone_unusable (at
+ * once, or at the commit of their transaction, __btrfs_add_free_space_zoned());
+ * an emptied zone is reset in place by RESET_ZONES, as
+ * btrfs_reset_unused_block_groups() does, never returned to unallocated
+ * (zones are registered by the engine, not drawn from unallocated space).
+ *
  * LOCKING
  *
  * Five locks, in this order where they nest:
  *
- *   table lock  ->  pool lock          (srsv_zone_group_add only)
- *   group lock  ->  pool lock
+ *   table lock  ->  group lock  ->  pool lock
+ *   table lock  ->  pool lock          (registration)
  *   group lock  ->  list lock          (leaf)
  *   group lock  ->  reclaim lock       (leaf)
  *
- * - The table lock (z->table_lock) protects the sorted group table that
- *   srsv_zone_group_add() checks for overlaps.  Only group_add and the
- *   teardown take it; nr_groups is mirrored in an AO_t for readers.
+ * - The table lock is the ctx's block-group table lock (bgroup.c).  It
+ *   protects the sorted table of chunks and zones that registration checks
+ *   for overlaps; the block-group calls take it, then a zone's group lock.
+ *   The zoned allocation path (hint, activate, alloc, written, free,
+ *   abandon, finish) and the RESET_ZONES / RECLAIM_ZONES passes never take
+ *   it, so a commit walking the table does not stall a zone writer.
+ *   nr_groups (zone groups) is an AO_t for readers.
  * - The list lock (z->list_lock) protects the active list, the token
  *   counts, the dedicated groups and the hint statistics.  It is a leaf:
  *   no thread holding it ever waits for another lock, so the hint, which
@@ -96,8 +117,9 @@
  * group is marked busy meanwhile so that no one activates it and no other
  * flusher picks it.
  *
- * Groups are never removed before the ctx is destroyed, so a pointer to a
- * group stays valid.
+ * Zone groups are never removed before the ctx is destroyed (the group
+ * table frees them, after this file's state), so a pointer to a group
+ * stays valid.
  */
 #include <limits.h>
 #include <stdlib.h>

@@ -30,6 +30,15 @@
  * Groups are named by their address (btrfs's bytenr): a group that went
  * back to unallocated is gone, and an address no group covers is -ENOENT.
  *
+ * Zone groups (<libspacersv/zoned.h>) are block groups too: they live in
+ * the same table (a chunk may not overlap a zone, nor a zone a chunk), the
+ * queries see them, and the calls below work on them with zoned meaning,
+ * as stated per call: a zone is written at its write pointer only, bytes
+ * freed in it become zone_unusable (the library does the pool half too),
+ * and an emptied zone is reset in its pool by RESET_ZONES, never returned
+ * to unallocated.  A zoned ctx has a table from srsv_zoned_init() on; the
+ * calls other than the queries still need srsv_bgroups_init().
+ *
  * Locking: one lock per ctx for the group table, taken before any pool
  * lock.  None of these calls may be made with an engine lock held that the
  * engine's flush callback also takes.
@@ -95,14 +104,17 @@ int srsv_bgroup_config_init(struct srsv_bgroup_config *cfg);
  * Give @p ctx a block group table.  Call it once, before any other
  * srsv_bgroup_* call (they return -EINVAL on a ctx without one).  The
  * pools keep the bytes they were created with; those are in no group and
- * never returned.
+ * never returned.  A zoned ctx already has a table for its zone groups
+ * (srsv_bgroup_get(), _next() and _stats() work on it): this configures
+ * that table for chunks.
  * @param ctx the ctx
  * @param cfg configuration; copied
  * @retval 0 success
  * @retval -EINVAL NULL argument, cfg->size too small, or larger with
  *         non-zero bytes this library does not know, a threshold above
  *         100, a data factor of 0 or above 4
- * @retval -EALREADY the ctx already has a table (nothing changed)
+ * @retval -EALREADY the ctx's table is already configured (nothing
+ *         changed)
  * @retval -ENOMEM out of memory
  * @note Thread-safe.
  */
@@ -146,7 +158,11 @@ SRSV_MUST_CHECK int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool, u
  * @retval -EINVAL bad argument, a group of another pool, an extent that
  *         leaves the group, or more than the group's free bytes
  * @retval -EROFS the group is taken for reclaim (read-only)
- * @note Thread-safe.  Nothing changed on error.
+ * @retval -ENOSPC a zone group that is not active or has less room
+ * @note Thread-safe.  Nothing changed on error.  On a zone group
+ *       @p bytenr must be its write pointer (else -EINVAL); the bytes are
+ *       allocated and written at once (srsv_zone_group_alloc() and
+ *       srsv_zone_group_written() in one).
  */
 SRSV_MUST_CHECK int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 		      uint64_t bytenr, uint64_t bytes);
@@ -170,7 +186,12 @@ SRSV_MUST_CHECK int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
  *         already reported committed, or a third uncommitted transaction
  *         in the same group (at most two are open: the committing one and
  *         the running one)
- * @note Thread-safe.  Nothing changed on error.
+ * @note Thread-safe.  Nothing changed on error.  On a zone group the
+ *       bytes are below the write pointer: with @p transid 0 they become
+ *       zone_unusable at once, in the group and the pool (as
+ *       srsv_zone_group_free()); else the pool keeps them as used until
+ *       srsv_ctx_commit_done() moves them to zone_unusable.  The engine
+ *       must not srsv_space_pin() / srsv_space_unpin() them.
  */
 SRSV_MUST_CHECK int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 		     uint64_t bytenr, uint64_t bytes, uint64_t transid);
@@ -187,6 +208,9 @@ SRSV_MUST_CHECK int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
  * when it is the last group of its pool (btrfs keeps it: the profile would
  * be lost), or when reservations hold the pool's free space.  Then, with
  * periodic reclaim, pools that became ready are swept for candidates.
+ * Zone groups: their bytes pinned up to @p transid become zone_unusable
+ * (group and pool); an emptied zone is not returned but left for
+ * RESET_ZONES, which resets it in place (btrfs_reset_unused_block_groups()).
  * @param ctx a ctx with a group table
  * @param transid the committed transaction; above every one reported
  *        before
@@ -208,7 +232,7 @@ int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid);
  * @retval 0 returned
  * @retval -ENOENT no group covers @p start
  * @retval -EINVAL bad argument, @p start inside (not at the start of) a
- *         group, or a group of another pool
+ *         group, a group of another pool, or a zone group
  * @retval -EBUSY the group still holds used or pinned bytes, or is taken
  *         for reclaim
  * @retval -ENOSPC reservations hold the pool's free space: the pool cannot
@@ -226,9 +250,11 @@ struct srsv_bgroup_info {
 	uint64_t pinned;	/**< freed, reusable after their commit */
 	int pool;		/**< ::srsv_pool of the pool it feeds */
 	unsigned reclaim_mark;	/**< sweeps since its last allocation */
-	bool readonly;		/**< taken for reclaim */
-	bool unused;		/**< emptied: returns at a commit */
-	bool candidate;		/**< marked for reclaim, not taken yet */
+	bool readonly;		/**< taken for reclaim (never a zone) */
+	bool unused;		/**< emptied: returns at a commit (a zone:
+				     every byte unusable, RESET_ZONES resets it) */
+	bool candidate;		/**< marked for reclaim, not taken yet (a
+				     zone: a RECLAIM_ZONES candidate) */
 };
 
 /**
@@ -239,7 +265,7 @@ struct srsv_bgroup_info {
  * @retval 0 success
  * @retval -ENOENT no group covers @p bytenr
  * @retval -EINVAL NULL argument or table-less ctx
- * @note Thread-safe.
+ * @note Thread-safe.  Chunks and zone groups alike.
  */
 int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
 		    struct srsv_bgroup_info *info);
@@ -269,7 +295,8 @@ int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
  * @retval 0 success
  * @retval -ENOSPC no such group
  * @retval -EINVAL bad argument or table-less ctx
- * @note Thread-safe.  O(groups).
+ * @note Thread-safe.  O(groups).  Zone groups are never offered (they are
+ *       written at their write pointer: srsv_zone_hint() finds them).
  */
 SRSV_MUST_CHECK int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 			  uint64_t bytes, uint64_t *start);

@@ -175,7 +175,10 @@ int srsv_zoned_config_init(struct srsv_zoned_config *cfg);
 SRSV_MUST_CHECK int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zoned_config *cfg);
 
 /**
- * Register a zone group, empty (write pointer 0), inactive.  Its pool
+ * Register a zone group, empty (write pointer 0), inactive, in the ctx's
+ * group table (<libspacersv/bgroup.h>: srsv_bgroup_get() and
+ * srsv_bgroup_next() see it; the block-group calls work on it with zoned
+ * meaning).  Unlike srsv_bgroup_add(), unallocated space is not touched.  Its pool
  * grows by @p length (zone_unusable first by @p length - @p capacity, then
  * total, so that a lock-free reader never sees the unwritable tail as
  * free), the pool is no longer "full", and waiting tickets that now fit
@@ -189,7 +192,8 @@ SRSV_MUST_CHECK int srsv_zoned_init(struct srsv_ctx *ctx, const struct srsv_zone
  * @retval 0 success
  * @retval -EINVAL NULL or non-zoned ctx, unknown kind, zero length or
  *         capacity, capacity > length, a range that wraps or overlaps
- *         another group, a pool that would exceed ::SRSV_MAX_BYTES, or a
+ *         another group (a zone group or a srsv_bgroup_add() chunk: they
+ *         share the ctx's one group table), a pool that would exceed ::SRSV_MAX_BYTES, or a
  *         kind whose pool the ctx lacks (nothing changed)
  * @retval -ENOMEM out of memory (nothing changed)
  * @note Thread-safe.  Takes the group-table lock and, under it, the pool
