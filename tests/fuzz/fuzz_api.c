@@ -1420,9 +1420,35 @@ static void op_zone_add(void)
 		F.groups[mi] = out;
 }
 
-static void op_zone(int which)
+/*
+ * One group model: the block-group view of a zone group (srsv_bgroup_get(),
+ * which a zoned ctx answers without srsv_bgroups_init()) agrees with the
+ * model's group.
+ */
+static void check_bgroup_view(int mg)
 {
-	int g = group_arg(), mg = mdl_group(g), mout = -1;
+	const struct model_group *grp;
+	struct srsv_bgroup_info bi;
+	int ret;
+
+	if (mg < 0 || !F.groups[mg])
+		return;
+	grp = &F.m.groups[mg];
+	ret = srsv_bgroup_get(F.ctx, grp->start, &bi);
+	EQ("bgroup_get zone", ret, 0);
+	if (ret)
+		return;
+	EQ("bgroup_get zone start", bi.start, grp->start);
+	EQ("bgroup_get zone length", bi.length, grp->length);
+	EQ("bgroup_get zone used", bi.used, grp->used);
+	EQ("bgroup_get zone pinned", bi.pinned, 0);
+	EQ("bgroup_get zone pool", bi.pool, grp->pool);
+	EQ("bgroup_get zone readonly", bi.readonly, false);
+}
+
+static void op_zone_on(int which, int g)
+{
+	int mg = mdl_group(g), mout = -1;
 	struct srsv_zone_group *lg = lib_group(g), *lout = NULL;
 	const struct model_group *grp = mg >= 0 ? &F.m.groups[mg] : NULL;
 	uint64_t bytes, llog = 0, mlog = 0;
@@ -1478,6 +1504,14 @@ static void op_zone(int which)
 		   model_zone_group_free(&F.m, mg, bytes));
 		return;
 	}
+}
+
+static void op_zone(int which)
+{
+	int g = group_arg();
+
+	op_zone_on(which, g);
+	check_bgroup_view(mdl_group(g));
 }
 
 static void op_rescript(void)
