@@ -72,7 +72,11 @@ while [ $# -gt 0 ]; do
 	--quick) QUICK=1 ;;
 	--fs) FSES=$2; shift ;;
 	--clients) CLIENTS=$2; shift ;;
-	-h|--help) sed -n '4,60p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,63p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--version)
+		sed -n "s/^  version: '\\([^']*\\)',\$/spacefs-clients.sh (libspacersv) \\1/p" \
+			"$(dirname "$0")/../meson.build"
+		exit 0 ;;
 	-*) echo "spacefs-clients: unknown option $1" >&2; exit 2 ;;
 	*) BUILD=$1 ;;
 	esac
