@@ -517,11 +517,12 @@ START_TEST(test_threads_paced)
 	ck_assert_int_eq(srsv_space_release(m, 70 * MIB), 0);
 	ck_assert_int_eq(srsv_space_snapshot(m, &info, NULL, 0, NULL), 0);
 	ck_assert_uint_eq(info.may_use, 0);
-	/* Every writer was paced; how long a 1 ms sleep really took is the
-	 * scheduler's business (170 ms seen under TSan on a loaded machine),
-	 * so the slept time is not bounded here: bench/stall measures it. */
-	ck_assert_uint_gt(stats().paced, 0);
-	ck_assert_uint_gt(stats().max_delay_ns, 0);
+	/* What this race checks is the accounting above.  Whether a writer
+	 * was paced depends on the scheduler (no delay until a 10 ms window
+	 * has measured a bandwidth, which a descheduled run may never
+	 * complete), and how long a 1 ms sleep took too (170 ms seen under
+	 * TSan on a loaded machine): the injected-clock tests above pin the
+	 * delays down, bench/stall measures them. */
 	srsv_ctx_destroy(c);
 }
 END_TEST
