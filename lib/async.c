@@ -461,13 +461,7 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 	ret = srsv__ticket_start(s, t, bytes, (int)mode, flags, &a);
 	if (ret != -EINPROGRESS) {
 		AO_fetch_and_sub1(&q->attached);
-		/* Finished at once: make wait/cancel report it. */
-		memset(t, 0, sizeof(*t));
-		srsv__list_init(&t->node);
-		t->magic = SRSV__TICKET_MAGIC;
-		t->space = s;
-		t->error = ret;
-		AO_store_release(&t->state, SRSV__TICKET_DONE);
+		srsv__ticket_finished_at_once(s, t, ret);
 	}
 	return ret;
 }

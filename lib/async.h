@@ -27,6 +27,11 @@ int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
 		       uint64_t bytes, int mode, unsigned flags,
 		       const struct srsv__async_args *async);
 
+/* A ticket srsv__ticket_start() did not queue (granted or failed at once,
+ * @ret): make srsv_ticket_wait() and srsv_ticket_cancel() report it. */
+void srsv__ticket_finished_at_once(struct srsv_space *s,
+				   struct srsv__ticket *t, int ret);
+
 /* ::SRSV_FLUSH_MAY_WAIT resolved for pool @s. */
 static inline int srsv__may_wait_mode(const struct srsv_space *s)
 {

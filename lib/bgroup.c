@@ -789,20 +789,6 @@ static int give_back(struct srsv__bgroups *bgs, size_t pos)
 	return 0;
 }
 
-/* More unallocated space: metadata tickets may overcommit into it. */
-static void grant_metadata(struct srsv_ctx *ctx)
-{
-	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		struct srsv_space *s = ctx->spaces[i];
-
-		if (!s || s->is_data)
-			continue;
-		srsv__lock(&s->lock);
-		srsv__try_grant_tickets(s);
-		srsv__unlock(&s->lock);
-	}
-}
-
 SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 {
 	struct srsv__bgroups *bgs = cfg_of(ctx);
@@ -868,7 +854,7 @@ SRSV__EXPORT int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid)
 	}
 	srsv__unlock(&bgs->lock);
 	if (returned)
-		grant_metadata(ctx);
+		srsv__grant_metadata_tickets(ctx);
 	return returned;
 }
 
@@ -898,7 +884,7 @@ SRSV__EXPORT int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
 		ret = give_back(bgs, pos);
 	srsv__unlock(&bgs->lock);
 	if (!ret)
-		grant_metadata(ctx);
+		srsv__grant_metadata_tickets(ctx);
 	return ret;
 }
 

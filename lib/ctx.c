@@ -384,12 +384,8 @@ SRSV__EXPORT struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx,
 	return ctx->spaces[kind];
 }
 
-SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
+void srsv__grant_metadata_tickets(struct srsv_ctx *ctx)
 {
-	if (!ctx || bytes > SRSV_MAX_BYTES)
-		return -EINVAL;
-	srsv__st(&ctx->unallocated, bytes);
-	/* More room to overcommit into: metadata tickets may fit now. */
 	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
 		struct srsv_space *s = ctx->spaces[i];
 
@@ -399,6 +395,15 @@ SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
 		srsv__try_grant_tickets(s);
 		srsv__unlock(&s->lock);
 	}
+}
+
+SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
+{
+	if (!ctx || bytes > SRSV_MAX_BYTES)
+		return -EINVAL;
+	srsv__st(&ctx->unallocated, bytes);
+	/* More room to overcommit into: metadata tickets may fit now. */
+	srsv__grant_metadata_tickets(ctx);
 	return 0;
 }
 

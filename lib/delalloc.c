@@ -166,6 +166,21 @@ static struct srsv_space *meta_space(struct srsv_ctx *ctx)
 	return srsv_ctx_space(ctx, SRSV_POOL_METADATA);
 }
 
+/* What a reservation that took its steps holds (@magic: done or pending). */
+static void record(struct srsv_delalloc_resv *resv, struct srsv_quota *quota,
+		   uint64_t bytes, uint64_t meta, uint64_t extents,
+		   const uint64_t *quota_bytes, uint32_t magic)
+{
+	resv->bytes = bytes;
+	resv->data_bytes = bytes;
+	resv->meta_bytes = meta;
+	resv->extents = extents;
+	resv->quota = quota;
+	resv->quota_data_bytes = quota_bytes[SRSV_QUOTA_DATA];
+	resv->quota_meta_bytes = quota_bytes[SRSV_QUOTA_META_PREALLOC];
+	resv->magic = magic;
+}
+
 static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 			    uint64_t bytes, enum srsv_delalloc_mode mode,
 			    struct srsv_delalloc_resv *resv)
@@ -243,14 +258,7 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	if (ret)
 		goto undo_quota;
 
-	resv->bytes = bytes;
-	resv->data_bytes = bytes;
-	resv->meta_bytes = meta;
-	resv->extents = extents;
-	resv->quota = quota;
-	resv->quota_data_bytes = quota_bytes[SRSV_QUOTA_DATA];
-	resv->quota_meta_bytes = quota_bytes[SRSV_QUOTA_META_PREALLOC];
-	resv->magic = DELALLOC_MAGIC;
+	record(resv, quota, bytes, meta, extents, quota_bytes, DELALLOC_MAGIC);
 	return 0;
 
 undo_quota:
@@ -487,14 +495,8 @@ SRSV__EXPORT int srsv_delalloc_reserve_async(struct srsv_async *q,
 	if (ret && ret != -EINPROGRESS)
 		goto undo_data;
 	resv->ctx = ctx;
-	resv->bytes = bytes;
-	resv->data_bytes = bytes;
-	resv->meta_bytes = meta;
-	resv->extents = extents;
-	resv->quota = quota;
-	resv->quota_data_bytes = quota_bytes[SRSV_QUOTA_DATA];
-	resv->quota_meta_bytes = quota_bytes[SRSV_QUOTA_META_PREALLOC];
-	resv->magic = DELALLOC_PENDING_MAGIC;
+	record(resv, quota, bytes, meta, extents, quota_bytes,
+	       DELALLOC_PENDING_MAGIC);
 	if (ret == -EINPROGRESS)
 		return ret;
 	/* Granted at once after all (room appeared since the NOWAIT try). */

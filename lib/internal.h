@@ -427,6 +427,9 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 uint64_t srsv__available_free_space(const struct srsv_space *s, int mode);
 /* Grant queued tickets that fit, in FIFO order; pool lock held. */
 void srsv__try_grant_tickets(struct srsv_space *s);
+/* More unallocated space: grant the metadata (and system, mixed) pools'
+ * tickets that may overcommit into it now.  Takes each pool lock. */
+void srsv__grant_metadata_tickets(struct srsv_ctx *ctx);
 /*
  * After a free that happened without the lock: grant if tickets wait.
  * With @nowait the lock is only try-locked; if it is busy the pool's async

@@ -475,6 +475,18 @@ done:
 	return t->error;
 }
 
+void srsv__ticket_finished_at_once(struct srsv_space *s,
+				   struct srsv__ticket *t, int ret)
+{
+	/* Make wait/cancel report it. */
+	memset(t, 0, sizeof(*t));
+	srsv__list_init(&t->node);
+	t->magic = SRSV__TICKET_MAGIC;
+	t->space = s;
+	t->error = ret;
+	AO_store_release(&t->state, SRSV__TICKET_DONE);
+}
+
 SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 				     struct srsv_ticket *ticket, uint64_t bytes,
 				     enum srsv_flush mode, unsigned flags)
@@ -485,15 +497,8 @@ SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 	if (!ticket)
 		return -EINVAL;
 	ret = srsv__ticket_start(s, t, bytes, (int)mode, flags, NULL);
-	if (ret != -EINPROGRESS) {
-		/* Finished at once: make wait/cancel report it. */
-		memset(t, 0, sizeof(*t));
-		srsv__list_init(&t->node);
-		t->magic = SRSV__TICKET_MAGIC;
-		t->space = s;
-		t->error = ret;
-		AO_store_release(&t->state, SRSV__TICKET_DONE);
-	}
+	if (ret != -EINPROGRESS)
+		srsv__ticket_finished_at_once(s, t, ret);
 	return ret;
 }
 
