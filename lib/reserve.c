@@ -383,14 +383,23 @@ static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
 	return true;
 }
 
-/* Validate, then the lock-free fast path; true when reserved. */
+/* ::SRSV_FLUSH_MAY_WAIT as the mode it stands for in pool @s; resolved
+ * once, where a reservation enters, so that every later step (validation,
+ * the fast and slow paths, pacing) sees the same mode. */
+static inline int resolve_mode(const struct srsv_space *s, int mode)
+{
+	if (__builtin_expect(mode == SRSV_FLUSH_MAY_WAIT, 0) && s)
+		return srsv__may_wait_mode(s);
+	return mode;
+}
+
+/* Validate, then the lock-free fast path; true when reserved.  @mode is
+ * resolved (resolve_mode()). */
 static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 				unsigned flags, int *ret)
 {
 	uint64_t after;
 
-	if (__builtin_expect(mode == SRSV_FLUSH_MAY_WAIT, 0) && s)
-		mode = srsv__may_wait_mode(s);
 	*ret = check_args(s, bytes, mode, flags);
 	if (__builtin_expect(*ret != 0, 0)) {
 		if (s)
@@ -414,10 +423,9 @@ int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
 {
 	int ret;
 
+	mode = resolve_mode(s, mode);
 	if (reserve_fast(s, bytes, mode, flags, &ret))
 		return ret;
-	if (__builtin_expect(mode == SRSV_FLUSH_MAY_WAIT, 0))
-		mode = srsv__may_wait_mode(s);
 	return reserve_slow(s, t, bytes, mode, flags, async);
 }
 
@@ -540,6 +548,7 @@ SRSV__EXPORT int srsv_ticket_cancel(struct srsv_ticket *ticket)
 	return ret;
 }
 
+/* The blocking path; @mode is resolved (resolve_mode()). */
 static __attribute__((noinline)) int
 reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 		 unsigned flags, uint64_t timeout_ns)
@@ -548,8 +557,6 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	struct srsv__ticket t;
 	int ret;
 
-	if (mode == SRSV_FLUSH_MAY_WAIT)
-		mode = srsv__may_wait_mode(s);
 	/* NOWAIT never queues a ticket (nor touches the shared counter). */
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
@@ -592,14 +599,15 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 SRSV__EXPORT int srsv_space_reserve(struct srsv_space *s, uint64_t bytes,
 				    enum srsv_flush mode, unsigned flags)
 {
+	int m = resolve_mode(s, (int)mode);
 	int ret;
 
-	if (reserve_fast(s, bytes, (int)mode, flags, &ret)) {
+	if (reserve_fast(s, bytes, m, flags, &ret)) {
 		if (!ret && __builtin_expect(s->pace != NULL, 0))
-			srsv__pace(s, bytes, (int)mode, flags);
+			srsv__pace(s, bytes, m, flags);
 		return ret;
 	}
-	return reserve_blocking(s, bytes, (int)mode, flags, UINT64_MAX);
+	return reserve_blocking(s, bytes, m, flags, UINT64_MAX);
 }
 
 SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
@@ -607,14 +615,15 @@ SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
 					    enum srsv_flush mode,
 					    unsigned flags, uint64_t timeout_ns)
 {
+	int m = resolve_mode(s, (int)mode);
 	int ret;
 
-	if (reserve_fast(s, bytes, (int)mode, flags, &ret)) {
+	if (reserve_fast(s, bytes, m, flags, &ret)) {
 		/* "Do not wait at all" is never paced to sleep either. */
 		if (!ret && __builtin_expect(s->pace != NULL, 0))
-			srsv__pace(s, bytes, (int)mode, timeout_ns ? flags :
+			srsv__pace(s, bytes, m, timeout_ns ? flags :
 				   flags | SRSV_RESERVE_NOWAIT);
 		return ret;
 	}
-	return reserve_blocking(s, bytes, (int)mode, flags, timeout_ns);
+	return reserve_blocking(s, bytes, m, flags, timeout_ns);
 }

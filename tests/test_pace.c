@@ -326,6 +326,27 @@ START_TEST(test_modes_not_paced)
 }
 END_TEST
 
+/* SRSV_FLUSH_MAY_WAIT is FLUSH_ALL on the metadata pool: paced the same,
+ * on the fast path as on the slow one. */
+START_TEST(test_may_wait_paced_as_flush_all)
+{
+	unsigned sleeps;
+
+	measure_500();
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	sleeps = fake_sleeps;
+	ck_assert_uint_gt(sleeps, 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_MAY_WAIT, 0),
+			 0);
+	ck_assert_uint_gt(fake_sleeps, sleeps);
+	sleeps = fake_sleeps;
+	ck_assert_int_eq(srsv_space_reserve_timeout(meta, MIB,
+						    SRSV_FLUSH_MAY_WAIT, 0,
+						    UINT64_MAX), 0);
+	ck_assert_uint_gt(fake_sleeps, sleeps);
+}
+END_TEST
+
 /* NOWAIT never sleeps; its slot is booked for the writers behind it. */
 START_TEST(test_nowait_never_sleeps)
 {
@@ -583,6 +604,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_delay_grows_with_fill);
 	tcase_add_test(det, test_modes_not_paced);
 	tcase_add_test(det, test_no_preempt_no_pacing);
+	tcase_add_test(det, test_may_wait_paced_as_flush_all);
 	tcase_add_test(det, test_nowait_never_sleeps);
 	tcase_add_test(det, test_eases_when_flushing_catches_up);
 	tcase_add_test(det, test_unmeasured_not_paced);
