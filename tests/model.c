@@ -289,6 +289,13 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 	bool called = m->hooks.flush && !(p->disabled >> state & 1);
 	int ret = -EOPNOTSUPP;
 
+	/* RECLAIM_CHUNKS calls the engine only with candidate groups to
+	 * relocate (btrfs_reclaim_bgs_work() has nothing to do without
+	 * them).  This model has no block groups, so the state is a no-op
+	 * that answers -EOPNOTSUPP and is never disabled. */
+	if (state == SRSV_STATE_RECLAIM_CHUNKS)
+		called = false;
+
 	if (m->zoned && (state == SRSV_STATE_RESET_ZONES ||
 			 state == SRSV_STATE_RECLAIM_ZONES))
 		zoned_flush(m, pool, state, bytes);

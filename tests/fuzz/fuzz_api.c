@@ -47,6 +47,10 @@
  * got a NULL pool) are fixed in the library; their switches stay as
  * regression points.
  *
+ * To read a finding: FUZZ_TRACE=1 in the environment prints each op as it
+ * runs, and a mismatch prints the failing op's callback calls on both
+ * sides.
+ *
  * Build with -Dfuzzing=true (clang); tests/fuzz/run-fuzz.sh runs it.  The
  * same file built with -DFUZZ_REPLAY has a main() that replays corpus
  * files: the unit suite replays the committed corpus with any compiler.
@@ -260,6 +264,19 @@ static void fail(int line, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	/* The op's callback calls on both sides: most findings show there. */
+	for (size_t i = 0; i < F.log_len || i < F.m.log_len; i++) {
+		fprintf(stderr, "  callback %zu:", i);
+		if (i < F.log_len)
+			fprintf(stderr, " library pool %d state %d bytes %llu",
+				F.log[i].pool, F.log[i].state,
+				(unsigned long long)F.log[i].bytes);
+		if (i < F.m.log_len)
+			fprintf(stderr, " | model pool %d state %d bytes %llu",
+				F.m.log[i].pool, F.m.log[i].state,
+				(unsigned long long)F.m.log[i].bytes);
+		fputc('\n', stderr);
+	}
 	abort();
 }
 
@@ -1585,7 +1602,13 @@ static int pick_op(uint8_t b)
 
 static void run_op(int op)
 {
+	static int trace = -1;
+
+	if (trace < 0)
+		trace = getenv("FUZZ_TRACE") != NULL;
 	F.opname = ops[op].name;
+	if (trace)
+		fprintf(stderr, "op %u: %s\n", F.opno, F.opname);
 	switch (op) {
 	case OP_RESERVE: op_reserve(0); break;
 	case OP_RESERVE_T0: op_reserve(1); break;
