@@ -531,21 +531,21 @@ enum { V_CAS, V_MUTEX, V_THROTTLE, V_LIB_NOPREEMPT, V_LIB_PREEMPT,
 
 static struct variant compare_variants[V_COUNT] = {
 	[V_CAS] = { "cas", cas_setup, cas_loop, cas_check, free_teardown,
-		    NULL, NULL, {{0}} },
+		    NULL, NULL, {{0}}, {{0}} },
 	[V_MUTEX] = { "mutex", mutex_setup, mutex_loop, mutex_check,
-		      mutex_teardown, NULL, NULL, {{0}} },
+		      mutex_teardown, NULL, NULL, {{0}}, {{0}} },
 	[V_THROTTLE] = { "throttle", throttle_setup, throttle_loop,
 			 throttle_check, throttle_teardown, NULL, NULL,
-			 {{0}} },
+			 {{0}}, {{0}} },
 	[V_LIB_NOPREEMPT] = { "lib (preempt off)", lib_setup, lib_loop,
 			      lib_check, lib_teardown, &lib_nopreempt_param,
-			      NULL, {{0}} },
+			      NULL, {{0}}, {{0}} },
 	[V_LIB_PREEMPT] = { "lib (preempt on)", lib_setup, lib_loop,
 			    lib_check, lib_teardown, &lib_preempt_param,
-			    NULL, {{0}} },
+			    NULL, {{0}}, {{0}} },
 	[V_LIB_CACHE] = { "lib (per-CPU cache 64K)", lib_setup, lib_loop,
 			  lib_check, lib_teardown, &lib_cache_param, NULL,
-			  {{0}} },
+			  {{0}}, {{0}} },
 };
 
 #ifdef SRSV_BENCH_UNTRACED
@@ -554,10 +554,10 @@ enum { O_TRACED, O_UNTRACED, O_COUNT };
 static struct variant overhead_variants[O_COUNT] = {
 	[O_TRACED] = { "lib, tracing compiled in", lib_setup, lib_loop,
 		       lib_check, lib_teardown, &lib_preempt_param, NULL,
-		       {{0}} },
+		       {{0}}, {{0}} },
 	[O_UNTRACED] = { "lib, tracing disabled", lib_setup,
 			 lib_untraced_loop, lib_check, lib_teardown,
-			 &lib_untraced_param, NULL, {{0}} },
+			 &lib_untraced_param, NULL, {{0}}, {{0}} },
 };
 #endif
 

@@ -271,8 +271,8 @@ static void *a_nowait_thread(void *arg)
 		uint64_t t0, t1;
 		int ret;
 
-		if (b->debug_locks)
-			srsv_debug_lock_stats(&before);
+		if (b->debug_locks && srsv_debug_lock_stats(&before))
+			abort();
 		t0 = now_ns();
 		switch (k) {
 		case K_META:
@@ -305,7 +305,8 @@ static void *a_nowait_thread(void *arg)
 			continue;
 		}
 		if (b->debug_locks) {
-			srsv_debug_lock_stats(&after);
+			if (srsv_debug_lock_stats(&after))
+				abort();
 			if (after.blocking_acquisitions !=
 			    before.blocking_acquisitions ||
 			    after.waits != before.waits)

@@ -334,7 +334,11 @@ int main(int argc, char **argv)
 
 			if (!c) {
 				/* Callbacks answer the clients. */
-				srsv_async_reap(srv.q, NULL, 0);
+				if (srsv_async_reap(srv.q, NULL, 0) < 0) {
+					fprintf(stderr, "async_epoll: "
+						"srsv_async_reap failed\n");
+					return 1;
+				}
 				continue;
 			}
 			/* One request in flight per client (it waits for the

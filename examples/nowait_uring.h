@@ -1409,8 +1409,13 @@ out:
 						offsetof(struct nu_slot,
 							 ticket));
 
-					srsv_delalloc_complete(&s->w->resv,
-							       got[i]);
+					/* Granted before the shutdown: the
+					 * resv holds it all, give it back. */
+					if (!srsv_delalloc_complete(
+						    &s->w->resv, got[i]) &&
+					    srsv_delalloc_release(&s->w->resv))
+						nu_fail(&e, -EIO,
+							"delalloc release");
 				}
 		}
 		if (!ret)

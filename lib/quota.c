@@ -660,7 +660,8 @@ SRSV__EXPORT int srsv_quota_commit(struct srsv_ctx *ctx, uint64_t *freed)
 	if (t) {
 		srsv__lock(&t->lock);
 		for (n = t->quotas.next; n != &t->quotas; n = n->next) {
-			srsv_quota_commit_one(srsv__container_of(n,
+			/* Cannot fail: the quota is not NULL. */
+			(void)!srsv_quota_commit_one(srsv__container_of(n,
 					      struct srsv_quota, node), &one);
 			sum += one;
 		}

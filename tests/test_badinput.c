@@ -178,8 +178,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	srsv_rsv_destroy(&rsv_md);
-	srsv_rsv_destroy(&rsv_data);
+	ck_assert_int_eq(srsv_rsv_destroy(&rsv_md), 0);
+	ck_assert_int_eq(srsv_rsv_destroy(&rsv_data), 0);
 	esim_free(sim);
 	sim = NULL;
 }

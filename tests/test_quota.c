@@ -125,15 +125,15 @@ static int quota_flush_cb(struct srsv_quota *q, void *user)
 
 	switch (action) {
 	case FLUSH_COMMIT_ALL:
-		srsv_quota_commit(srsv_quota_ctx(q), NULL);
+		ck_assert_int_eq(srsv_quota_commit(srsv_quota_ctx(q), NULL), 0);
 		break;
 	case FLUSH_COMMIT_ONE:
-		srsv_quota_commit_one(q, NULL);
+		ck_assert_int_eq(srsv_quota_commit_one(q, NULL), 0);
 		break;
 	case FLUSH_NOTHING:
 		break;
 	case FLUSH_COMMIT_THEN_FAIL:
-		srsv_quota_commit(srsv_quota_ctx(q), NULL);
+		ck_assert_int_eq(srsv_quota_commit(srsv_quota_ctx(q), NULL), 0);
 		ret = -EIO;
 		break;
 	case FLUSH_REENTER:

@@ -1748,7 +1748,8 @@ static void *race_allocator(void *arg)
 			break;
 		/* Make room for it if the device is at its limit. */
 		while ((ret = srsv_zone_group_activate(r->data[i])) == -EBUSY) {
-			srsv_zoned_finish_one(r->ctx, NULL);
+			/* -EBUSY / -ENOENT: another racer's turn. */
+			(void)!srsv_zoned_finish_one(r->ctx, NULL);
 			sched_yield();
 		}
 		if (ret)

@@ -507,7 +507,7 @@ void sfs__commit(struct sfs *fs)
 		if (tp[i])
 			SFS_MUST(srsv_quota_free_used(fs->tenants[i].quota,
 					     tp[i] * SFS_PAGE));
-	srsv_quota_commit(fs->ctx, NULL);
+	SFS_MUST(srsv_quota_commit(fs->ctx, NULL));
 	atomic_fetch_add(&fs->commits, 1);
 	atomic_fetch_add(&fs->commit_ns, sfs__now_ns() - t0);
 	pthread_mutex_unlock(&fs->commit_lock);

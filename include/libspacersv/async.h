@@ -57,7 +57,7 @@ typedef void (*srsv_async_fn)(struct srsv_ticket *ticket, int result,
  * @note Thread-safe.  A process may have any number of queues per ctx (one
  * per event-loop thread is the intended use).
  */
-int srsv_async_create(struct srsv_ctx *ctx, struct srsv_async **out);
+SRSV_MUST_CHECK int srsv_async_create(struct srsv_ctx *ctx, struct srsv_async **out);
 
 /**
  * The queue's file descriptor: an eventfd (non-blocking, close-on-exec)
@@ -68,7 +68,7 @@ int srsv_async_create(struct srsv_ctx *ctx, struct srsv_async **out);
  * @return the fd, or -EINVAL for NULL
  * @note Thread-safe; the fd lives as long as the queue.
  */
-int srsv_async_fd(const struct srsv_async *q);
+SRSV_MUST_CHECK int srsv_async_fd(const struct srsv_async *q);
 
 /**
  * Start a reservation that completes asynchronously on @p q.
@@ -101,7 +101,7 @@ int srsv_async_fd(const struct srsv_async *q);
  * @note Thread-safe.  Never waits for space or for flushing: it takes the
  * pool lock for the few instructions of queueing, as a release does.
  */
-int srsv_ticket_reserve_async(struct srsv_async *q, struct srsv_space *space,
+SRSV_MUST_CHECK int srsv_ticket_reserve_async(struct srsv_async *q, struct srsv_space *space,
 			      struct srsv_ticket *ticket, uint64_t bytes,
 			      enum srsv_flush mode, unsigned flags,
 			      uint64_t timeout_ns, srsv_async_fn fn,
@@ -122,7 +122,7 @@ int srsv_ticket_reserve_async(struct srsv_async *q, struct srsv_space *space,
  * lock-free.  After a ticket is reaped srsv_ticket_wait(ticket, 0) returns
  * its result and its memory may be reused.
  */
-int srsv_async_reap(struct srsv_async *q, struct srsv_ticket **done,
+SRSV_MUST_CHECK int srsv_async_reap(struct srsv_async *q, struct srsv_ticket **done,
 		    unsigned max);
 
 /**
@@ -151,7 +151,7 @@ int srsv_async_cancel(struct srsv_async *q, struct srsv_ticket *ticket);
  *         changed): cancel them, reap, then destroy
  * @note Not to be called concurrently with other calls on @p q.
  */
-int srsv_async_destroy(struct srsv_async *q);
+SRSV_MUST_CHECK int srsv_async_destroy(struct srsv_async *q);
 
 #ifdef __cplusplus
 }

@@ -221,7 +221,7 @@ SRSV_MUST_CHECK int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
  *       the engine commits, with no engine lock the flush callback takes.
  *       O(groups).
  */
-int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid);
+SRSV_MUST_CHECK int srsv_ctx_commit_done(struct srsv_ctx *ctx, uint64_t transid);
 
 /**
  * Return one empty group to unallocated now (as srsv_ctx_commit_done()
@@ -267,7 +267,7 @@ struct srsv_bgroup_info {
  * @retval -EINVAL NULL argument or table-less ctx
  * @note Thread-safe.  Chunks and zone groups alike.
  */
-int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
+SRSV_MUST_CHECK int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
 		    struct srsv_bgroup_info *info);
 
 /**
@@ -281,7 +281,7 @@ int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
  * @retval -EINVAL NULL argument or table-less ctx
  * @note Thread-safe; the table may change between calls.
  */
-int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
+SRSV_MUST_CHECK int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
 		     struct srsv_bgroup_info *info);
 
 /**
@@ -357,7 +357,7 @@ SRSV_MUST_CHECK int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t star
  * @retval -EINVAL NULL or table-less ctx, no such pool
  * @note Thread-safe, lock-free (a snapshot of moving figures).
  */
-int srsv_bgroup_reclaim_threshold(struct srsv_ctx *ctx, enum srsv_pool pool);
+SRSV_MUST_CHECK int srsv_bgroup_reclaim_threshold(struct srsv_ctx *ctx, enum srsv_pool pool);
 
 /** Block group statistics, from srsv_bgroup_stats(). */
 struct srsv_bgroup_stats {
@@ -379,7 +379,7 @@ struct srsv_bgroup_stats {
  * @retval -EINVAL NULL argument or table-less ctx
  * @note Thread-safe.
  */
-int srsv_bgroup_stats(struct srsv_ctx *ctx, struct srsv_bgroup_stats *stats);
+SRSV_MUST_CHECK int srsv_bgroup_stats(struct srsv_ctx *ctx, struct srsv_bgroup_stats *stats);
 
 /**
  * What df should say, computed as btrfs_statfs() computes it, in bytes
@@ -421,7 +421,7 @@ struct srsv_statfs {
  * @note Thread-safe; takes each pool lock in turn (the figures are not one
  *       atomic snapshot of the whole ctx).
  */
-int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st);
+SRSV_MUST_CHECK int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st);
 
 #ifdef __cplusplus
 }

@@ -30,7 +30,7 @@ struct srsv_lock_stats {
  * @retval -ENOTSUP the library was built without debug_locks
  * @note Thread-safe (per-thread data).
  */
-int srsv_debug_lock_stats(struct srsv_lock_stats *stats);
+SRSV_MUST_CHECK int srsv_debug_lock_stats(struct srsv_lock_stats *stats);
 
 /**
  * Zero the calling thread's lock statistics.

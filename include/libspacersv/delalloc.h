@@ -230,7 +230,7 @@ SRSV_MUST_CHECK int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t
  *       try-locked for quota and data; the metadata pool lock for the
  *       instant of queueing).
  */
-int srsv_delalloc_reserve_async(struct srsv_async *q,
+SRSV_MUST_CHECK int srsv_delalloc_reserve_async(struct srsv_async *q,
 				struct srsv_quota *quota, uint64_t bytes,
 				struct srsv_ticket *ticket,
 				struct srsv_delalloc_resv *resv);
@@ -250,7 +250,7 @@ int srsv_delalloc_reserve_async(struct srsv_async *q,
  * @note Thread-safe against other reservations; may take the DELALLOC
  *       rsv's and the pools' locks (short, never waits for space).
  */
-int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
+SRSV_MUST_CHECK int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
 			   struct srsv_ticket *ticket);
 
 #ifdef __cplusplus

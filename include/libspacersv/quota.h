@@ -103,7 +103,7 @@ SRSV_MUST_CHECK int srsv_quota_create(struct srsv_ctx *ctx, uint64_t id, uint64_
  *       @p quota concurrently or afterwards.  Used bytes do not keep a
  *       quota alive (btrfs removes qgroups whatever they account).
  */
-int srsv_quota_destroy(struct srsv_quota *quota);
+SRSV_MUST_CHECK int srsv_quota_destroy(struct srsv_quota *quota);
 
 /**
  * Find the quota of tenant @p id.
@@ -212,7 +212,7 @@ SRSV_MUST_CHECK int srsv_quota_convert(struct srsv_quota *quota, uint64_t bytes)
  *       quota locks.  May be called from the quota flush callback and from
  *       space flush callbacks (COMMIT_TRANS).
  */
-int srsv_quota_commit(struct srsv_ctx *ctx, uint64_t *freed);
+SRSV_MUST_CHECK int srsv_quota_commit(struct srsv_ctx *ctx, uint64_t *freed);
 
 /**
  * Free one tenant's META_PERTRANS (a per-tenant transaction committed).
@@ -222,7 +222,7 @@ int srsv_quota_commit(struct srsv_ctx *ctx, uint64_t *freed);
  * @retval -EINVAL NULL quota
  * @note Thread-safe, lock-free.
  */
-int srsv_quota_commit_one(struct srsv_quota *quota, uint64_t *freed);
+SRSV_MUST_CHECK int srsv_quota_commit_one(struct srsv_quota *quota, uint64_t *freed);
 
 /**
  * Reserved data was written: DATA reserved -> used.  The charge does not

@@ -71,7 +71,7 @@ SRSV_MUST_CHECK int srsv_rsv_init(struct srsv_rsv *rsv, struct srsv_space *space
  * @retval -EINVAL NULL, uninitialised, or a standard rsv of the ctx
  * @note Nobody may use @p rsv concurrently or afterwards.
  */
-int srsv_rsv_destroy(struct srsv_rsv *rsv);
+SRSV_MUST_CHECK int srsv_rsv_destroy(struct srsv_rsv *rsv);
 
 /**
  * Reserve @p bytes from the pool, then grow the rsv by them (size and
@@ -137,7 +137,7 @@ SRSV_MUST_CHECK int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
  * @retval -EINVAL NULL rsv or percent above 100
  * @note Thread-safe.
  */
-int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent);
+SRSV_MUST_CHECK int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent);
 
 /** Pass as @c bytes to srsv_rsv_release() to release the whole size. */
 #define SRSV_RSV_ALL UINT64_MAX

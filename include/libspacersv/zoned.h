@@ -241,7 +241,7 @@ SRSV_MUST_CHECK int srsv_zone_group_activate(struct srsv_zone_group *group);
  * @retval -EINVAL NULL group
  * @note Thread-safe.
  */
-int srsv_zone_group_finish(struct srsv_zone_group *group);
+SRSV_MUST_CHECK int srsv_zone_group_finish(struct srsv_zone_group *group);
 
 /**
  * Finish the active DATA group with the least room left (btrfs's
@@ -265,7 +265,7 @@ int srsv_zone_group_finish(struct srsv_zone_group *group);
  *       unwritten allocation or is no longer active, another group is
  *       chosen (a few times, then -EBUSY).
  */
-int srsv_zoned_finish_one(struct srsv_ctx *ctx,
+SRSV_MUST_CHECK int srsv_zoned_finish_one(struct srsv_ctx *ctx,
 			  struct srsv_zone_group **finished);
 
 /**
@@ -297,7 +297,7 @@ int srsv_zoned_finish_one(struct srsv_ctx *ctx,
  *       so the hint never waits for a group lock, a pool lock, a group
  *       registration or a RESET_ZONES / RECLAIM_ZONES pass.
  */
-int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
+SRSV_MUST_CHECK int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 		   uint64_t bytes, struct srsv_zone_group **out);
 
 /**
