@@ -56,11 +56,22 @@
  * to vanish, and no allocation lands there) and the engine moves the live
  * extents out.
  *
- * A metadata ticket that is about to fail (the async walk did all its
- * commit cycles) first runs RECLAIM_CHUNKS over the other pools with the
- * urgent sweep, then a commit: the groups the relocation emptied return,
- * unallocated grows, and the walk starts again (flush.c), at most
- * RESCUE_ROUNDS times per walk.
+ * WHEN RELOCATION RUNS
+ *
+ * Upstream relocates in the background: btrfs_mark_bg_to_reclaim() queues
+ * the candidates, and btrfs_reclaim_bgs_work() relocates them in a worker
+ * (btrfs_relocate_chunk()) that no reservation ticket waits for (only the
+ * zoned RECLAIM_ZONES flush state waits for it).  A ticket whose flush
+ * walk ends first fails with -ENOSPC.  We deviate.  Here the engine does
+ * the moving, and the library can only ask it from a flush walk: a walk
+ * that is about to fail its tickets while its pool is full (the async
+ * metadata walk, the async data walk, a FLUSH_EVICT ticket's walk; any
+ * walk whose state array may commit) first runs RECLAIM_CHUNKS over the
+ * other pools with the urgent sweep (srsv__bgroup_reclaim_prepare()), then
+ * a commit: the groups the relocation emptied return, unallocated grows,
+ * and the walk starts again (flush.c, try_rescue()), at most four rounds
+ * per walk.  Engines that want upstream's background relocation as well
+ * call srsv_bgroup_reclaim_take() after their commits.
  *
  * POOL COUNTERS
  *

@@ -28,10 +28,44 @@
  *   array once, then steals (EVICT) or fails.  FLUSH_FREE_SPACE_INODE forces
  *   growth while the pool can grow, then fails.
  *
+ * - Rescue before failing (block groups, bgroup.c): a walk that is about
+ *   to fail its tickets while its pool is full (it could grow only from
+ *   device space another pool holds) first runs a rescue round: the
+ *   RECLAIM_CHUNKS state, whose preparation sweeps the other pools with
+ *   upstream's urgent rule, then COMMIT_TRANS, so that the chunks the
+ *   engine relocated go back to unallocated; then it walks again.  The
+ *   async metadata walk does so once its commit cycles are spent, the
+ *   async data walk once it is exhausted and full, a FLUSH_EVICT ticket
+ *   (or FLUSH_LIMIT, if the engine put COMMIT_TRANS in the priority array)
+ *   after its array.  One helper (try_rescue()) for all three, at most
+ *   SRSV__MAX_RESCUES rounds per walk.  Walks that may not commit do not
+ *   rescue (the default FLUSH_LIMIT array: its caller may hold a
+ *   transaction open; FLUSH_FREE_SPACE_INODE: btrfs uses it inside a
+ *   commit), and NO_FLUSH, EMERGENCY and NOWAIT requests never reach a
+ *   walk at all.
+ *   Upstream does this only on zoned devices.  btrfs relocates
+ *   conventional block groups asynchronously: do_reclaim_sweep() (from
+ *   btrfs_reclaim_sweep(), which btrfs_reclaim_bgs() runs for the
+ *   cleaner thread) and btrfs_update_block_group()'s threshold check
+ *   (should_reclaim_block_group()) mark groups with
+ *   btrfs_mark_bg_to_reclaim(), and btrfs_reclaim_bgs_work() relocates
+ *   them in a worker that no ticket waits for; a ticket whose walk ends
+ *   before that worker has returned chunks fails with -ENOSPC, and the
+ *   space is there for the next one.  Only the zoned RECLAIM_ZONES state
+ *   of data_flush_states waits for it (sweep, btrfs_delete_unused_bgs(),
+ *   btrfs_reclaim_bgs(), flush_work(&reclaim_bgs_work), then a commit).
+ *   We deviate: every walk that may commit rescues, on conventional
+ *   chunks too, because the library cannot relocate in the background
+ *   itself (only the engine can move extents, and it is asked through the
+ *   flush callback), and because "df says free, ENOSPC" is exactly a
+ *   ticket that fails while the space sits in another pool's underused
+ *   chunks.  The cost falls on a ticket that was about to fail anyway.
+ *
  * Every walk is bounded: a step either grants a ticket (and each ticket is
- * granted once) or advances; cycles without progress end in failure.  The
- * data walk relies on "full" to stop growing, so an ALLOC_CHUNK_FORCE that
- * adds nothing marks the pool full even if the engine forgot to.
+ * granted once) or advances; cycles without progress end in failure, and
+ * rescue rounds are counted.  The data walk relies on "full" to stop
+ * growing, so an ALLOC_CHUNK_FORCE that adds nothing marks the pool full
+ * even if the engine forgot to.
  */
 #include <string.h>
 
@@ -42,9 +76,10 @@
 
 /* btrfs's passes before maybe_fail_all_tickets(): "commit_cycles > 2". */
 #define SRSV__MAX_COMMIT_CYCLES 2
-/* Block-group rescues (RECLAIM_CHUNKS + COMMIT_TRANS) one async metadata
- * walk may run before it fails its tickets: each relocates at most
- * SRSV_BGROUP_RECLAIM_BATCH groups. */
+/* Block-group rescues (RECLAIM_CHUNKS + COMMIT_TRANS) one walk (async
+ * metadata, async data, or one priority ticket's) may run before it fails
+ * its tickets: each relocates at most SRSV_BGROUP_RECLAIM_BATCH groups, so
+ * a walk moves at most 20 groups' live data before it gives up. */
 #define SRSV__MAX_RESCUES 4
 
 static bool past(const struct timespec *deadline)
@@ -248,25 +283,65 @@ static bool skip_first_cycle(int state)
 }
 
 /*
- * Before a metadata walk fails its tickets: relocate underused chunks of
- * the other pools and commit, so that the groups the relocation emptied
- * go back to unallocated (bgroup.c).  Pool lock held; dropped meanwhile.
- * False when nothing was relocated (no group table, no candidate, or an
- * engine without RECLAIM_CHUNKS).
+ * May a walk that is about to fail its tickets run a rescue round
+ * (rescue_with_chunks())?  Only when chunk reclaim can help and the walk
+ * may run it:
+ * - a group table (srsv_bgroups_init()): else there is nothing to reclaim;
+ * - the pool is full (its last ALLOC_CHUNK could not grow it): it could
+ *   grow only from unallocated space that reclaim would give back;
+ * - no ctx error (the walk fails with it anyway);
+ * - the walk's state array may commit (it holds COMMIT_TRANS): a round
+ *   relocates and commits, which a caller holding a transaction open
+ *   cannot wait for.  So FLUSH_LIMIT (btrfs's priority_flush_states: its
+ *   callers hold a transaction handle) and FLUSH_FREE_SPACE_INODE (no
+ *   array; btrfs uses it while writing the free-space cache inside a
+ *   commit) are not rescued unless the engine put COMMIT_TRANS in the
+ *   priority array.  NO_FLUSH and EMERGENCY never queue a ticket and NOWAIT
+ *   never waits (reserve.c), so none of them gets here.
+ * Pool lock held.
+ */
+static bool may_rescue(struct srsv_space *s, const struct srsv_state_array *arr)
+{
+	srsv__assert_held(&s->lock);
+	return srsv__bgroups_enabled(s->ctx) && srsv__ld(&s->full) &&
+	       !srsv__ld(&s->ctx->error) &&
+	       array_has(arr, SRSV_STATE_COMMIT_TRANS);
+}
+
+/*
+ * One rescue round, before a walk fails its tickets: relocate underused
+ * chunks of the other pools (RECLAIM_CHUNKS, whose preparation sweeps
+ * them with the urgent rule, bgroup.c) and commit, so that the groups the
+ * relocation emptied go back to unallocated, where ALLOC_CHUNK (or
+ * metadata overcommit) finds them.  The one mechanism for every walk that
+ * may rescue (may_rescue()): the async metadata walk, the async data walk
+ * and the priority walks.  Pool lock held; dropped meanwhile.  False when
+ * nothing was relocated (no candidate, or an engine without
+ * RECLAIM_CHUNKS): then no commit is run either.
  */
 static bool rescue_with_chunks(struct srsv_space *s, uint64_t bytes)
 {
 	int ret;
 
 	srsv__assert_held(&s->lock);
-	if (!srsv__bgroups_enabled(s->ctx))
-		return false;
 	srsv__unlock(&s->lock);
 	ret = srsv__flush_space(s, bytes, SRSV_STATE_RECLAIM_CHUNKS, false);
 	if (ret != -EOPNOTSUPP)
 		srsv__flush_space(s, bytes, SRSV_STATE_COMMIT_TRANS, false);
 	srsv__lock(&s->lock);
 	return ret != -EOPNOTSUPP;
+}
+
+/* A rescue round for a walk that has had fewer than SRSV__MAX_RESCUES:
+ * true when one ran (and *@rescues counts it).  Pool lock held. */
+static bool try_rescue(struct srsv_space *s, const struct srsv_state_array *arr,
+		       uint64_t bytes, unsigned *rescues)
+{
+	if (*rescues >= SRSV__MAX_RESCUES || !may_rescue(s, arr) ||
+	    !rescue_with_chunks(s, bytes))
+		return false;
+	(*rescues)++;
+	return true;
 }
 
 /* btrfs_async_reclaim_metadata_space() for pool @s. */
@@ -334,11 +409,9 @@ static void async_reclaim_metadata(struct srsv_space *s)
 		if (idx >= arr->nr) {
 			commit_cycles++;
 			if (commit_cycles > SRSV__MAX_COMMIT_CYCLES &&
-			    rescues < SRSV__MAX_RESCUES &&
-			    rescue_with_chunks(s, to_reclaim)) {
+			    try_rescue(s, arr, to_reclaim, &rescues)) {
 				/* One more cycle with the space that came
 				 * back (ALLOC_CHUNK can now grow the pool). */
-				rescues++;
 				commit_cycles--;
 				idx = 0;
 				if (walk_interrupted(s) ||
@@ -367,7 +440,7 @@ static void async_reclaim_data(struct srsv_space *s)
 {
 	const struct srsv_state_array *arr = &s->ctx->cfg.async_data_states;
 	uint64_t last_tickets_id;
-	unsigned idx = 0;
+	unsigned idx, rescues = 0;
 
 	srsv__lock(&s->lock);
 	s->stat_async_runs++;
@@ -380,6 +453,7 @@ static void async_reclaim_data(struct srsv_space *s)
 	last_tickets_id = s->tickets_id;
 	srsv__unlock(&s->lock);
 
+again:
 	while (!srsv__ld(&s->full)) {
 		srsv__flush_space(s, srsv__ld(&s->reclaim_size),
 				  SRSV_STATE_ALLOC_CHUNK_FORCE, false);
@@ -393,6 +467,7 @@ static void async_reclaim_data(struct srsv_space *s)
 		srsv__unlock(&s->lock);
 	}
 
+	idx = 0;
 	while (idx < arr->nr) {
 		srsv__flush_space(s, srsv__ld(&s->reclaim_size), arr->states[idx],
 				  false);
@@ -418,6 +493,20 @@ static void async_reclaim_data(struct srsv_space *s)
 			bool full = srsv__ld(&s->full) ||
 				    !array_has(arr, SRSV_STATE_ALLOC_CHUNK_FORCE);
 
+			/* Full: chunks of the other pools may give the
+			 * device space back; then grow again. */
+			if (full && try_rescue(s, arr, srsv__ld(&s->reclaim_size),
+					       &rescues)) {
+				if (srsv__list_empty(&s->tickets) ||
+				    walk_interrupted(s)) {
+					s->flush = false;
+					srsv__unlock(&s->lock);
+					return;
+				}
+				last_tickets_id = s->tickets_id;
+				srsv__unlock(&s->lock);
+				goto again;
+			}
 			if (full && !srsv__maybe_fail_all_tickets(s))
 				s->flush = false;
 			else
@@ -472,6 +561,7 @@ void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
 	struct srsv_ctx *ctx = s->ctx;
 	const struct srsv_state_array *arr;
 	uint64_t to_reclaim;
+	unsigned rescues = 0;
 	int error;
 
 	if (t->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
@@ -482,16 +572,35 @@ void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
 					     &ctx->cfg.priority_states;
 	srsv__lock(&s->lock);
 	to_reclaim = srsv__calc_reclaim_metadata_size(s);
-	for (unsigned i = 0; i < arr->nr; i++) {
+	for (;;) {
+		for (unsigned i = 0; i < arr->nr; i++) {
+			if (AO_load(&t->state) != SRSV__TICKET_QUEUED ||
+			    srsv__ld(&ctx->closing) || expire(s, t, deadline)) {
+				srsv__unlock(&s->lock);
+				return;
+			}
+			srsv__unlock(&s->lock);
+			srsv__flush_space(s, to_reclaim, arr->states[i], false);
+			srsv__lock(&s->lock);
+		}
 		if (AO_load(&t->state) != SRSV__TICKET_QUEUED ||
-		    srsv__ld(&ctx->closing) || expire(s, t, deadline)) {
+		    srsv__ld(&ctx->closing)) {
 			srsv__unlock(&s->lock);
 			return;
 		}
-		srsv__unlock(&s->lock);
-		srsv__flush_space(s, to_reclaim, arr->states[i], false);
-		srsv__lock(&s->lock);
+		/*
+		 * Out of states, and the pool cannot grow: a rescue round
+		 * (the async walk's, flush.c's one mechanism) may give device
+		 * space back; then walk the array once more, whose
+		 * ALLOC_CHUNK can use it.  The commit inside may have granted
+		 * us: the next pass sees it first.
+		 */
+		if (past(deadline) ||
+		    !try_rescue(s, arr, to_reclaim, &rescues))
+			break;
+		to_reclaim = srsv__calc_reclaim_metadata_size(s);
 	}
+	/* A round that relocated nothing still dropped the lock. */
 	if (AO_load(&t->state) != SRSV__TICKET_QUEUED ||
 	    srsv__ld(&ctx->closing)) {
 		srsv__unlock(&s->lock);

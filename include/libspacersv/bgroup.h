@@ -25,7 +25,11 @@
  *   that saw no allocation for a whole sweep), and urgent reclaim when less
  *   than a data chunk is unallocated.  The engine relocates them in its
  *   flush callback for ::SRSV_STATE_RECLAIM_CHUNKS, taking each with
- *   srsv_bgroup_reclaim_take().
+ *   srsv_bgroup_reclaim_take().  The library asks for it before a ticket
+ *   fails while its pool is full: the async metadata and data walks and a
+ *   FLUSH_EVICT ticket (FLUSH_LIMIT only if the priority array holds
+ *   COMMIT_TRANS) run RECLAIM_CHUNKS for the other pools, then a commit,
+ *   then walk again, at most four rounds.  NO_FLUSH and NOWAIT never do.
  *
  * Groups are named by their address (btrfs's bytenr): a group that went
  * back to unallocated is gone, and an address no group covers is -ENOENT.

@@ -142,7 +142,9 @@ enum srsv_flush_state {
 	 *  another group of its pool, free the old copy), then end each with
 	 *  srsv_bgroup_reclaim_done(); the emptied groups return to
 	 *  unallocated at the commit that frees the old copies.  Called only
-	 *  when candidates exist. */
+	 *  when candidates exist, by a walk that may commit and is about to
+	 *  fail while its pool is full (then a COMMIT_TRANS follows; at most
+	 *  four such rounds per walk). */
 	SRSV_STATE_RECLAIM_CHUNKS = 14,
 	SRSV_STATE_COUNT = 15
 };
