@@ -33,11 +33,13 @@ struct srsv__pace {
 	volatile AO_t stat_eased;	/* delays cut short: fill fell */
 	volatile AO_t stat_nowait;	/* NOWAIT admitted instead of slept */
 	volatile AO_t stat_nowait_ns;	/* the delay they would have slept */
+	volatile AO_t stat_quiet;	/* windows skipped as quiet periods */
 };
 
 /* The pacing counters, for tests and (later) the snapshot. */
 struct srsv__pace_stats {
 	uint64_t paced, delay_ns, max_delay_ns, eased, nowait, nowait_ns;
+	uint64_t quiet;			/* windows skipped as quiet */
 	uint64_t bw;			/* reclaim bandwidth estimate, B/s */
 	uint64_t fill_pm;		/* reclaimable / room, per mille */
 };
@@ -62,6 +64,13 @@ static inline void srsv__pace_note_charge(struct srsv_space *s,
  */
 uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 		    unsigned flags);
+
+/*
+ * Reclaimable bytes held past the freerun point (0 below it, or when the
+ * pool is not paced): what the preemptive flusher should reclaim at least,
+ * so that the writers it holds back run free again.  Lock-free reads.
+ */
+uint64_t srsv__pace_excess(struct srsv_space *s);
 
 void srsv__pace_get_stats(struct srsv_space *s, struct srsv__pace_stats *st);
 

@@ -438,7 +438,11 @@ START_TEST(test_estimate_below_setpoint)
 	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
 	ck_assert_uint_eq(stats().fill_pm, 910);
 	ck_assert_uint_gt(stats().bw, 500 * MIB);
-	/* Above the setpoint a window that gave nothing back lowers it. */
+	/*
+	 * Above the setpoint a window that gave nothing back lowers it, but
+	 * only while reclaim works (here: writeback in flight); one that
+	 * ends with reclaim idle (it had nothing to do) keeps it.
+	 */
 	{
 		uint64_t bw = stats().bw;
 
@@ -447,8 +451,108 @@ START_TEST(test_estimate_below_setpoint)
 						    0), 0);
 		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
 						    0), 0);
+		ck_assert_uint_eq(stats().bw, bw);
+		ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 0, MIB), 0);
+		fake_now += 20 * MS;
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_NO_FLUSH,
+						    0), 0);
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+						    0), 0);
 		ck_assert_uint_eq(stats().bw, 3 * bw / 4);
+		ck_assert_uint_eq(stats().quiet, 0);
 	}
+}
+END_TEST
+
+/*
+ * A window longer than two (no paced writer for that long: the writers
+ * were idle) is a quiet period: it restarts the measurement, whatever
+ * reclaim gave back in it, as Linux's __wb_update_bandwidth() skips
+ * quiet periods.  The next ordinary window counts again.
+ */
+START_TEST(test_quiet_window_skipped)
+{
+	measure_500();
+	ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 0, MIB), 0);
+	/* 30 ms idle, 1 MiB given back: 33 MiB/s if it counted. */
+	fake_now += 30 * MS;
+	ck_assert_int_eq(srsv_space_release(meta, MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, 30 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_ge(stats().fill_pm, 750);
+	ck_assert_uint_eq(stats().bw, 500 * MIB);
+	ck_assert_uint_eq(stats().quiet, 1);
+	/* 10 ms with 2 MiB given back (and 1 MiB charged): 300 MiB/s,
+	 * above the setpoint with writeback in flight: it counts. */
+	fake_now += 10 * MS;
+	ck_assert_int_eq(srsv_space_release(meta, 2 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().quiet, 1);
+	ck_assert_uint_lt(stats().bw, 500 * MIB);
+	ck_assert_uint_gt(stats().bw, 400 * MIB);
+}
+END_TEST
+
+/*
+ * What holds the writers back: the bytes held past the freerun point
+ * (srsv__pace_excess()), which the preemptive flusher reclaims at least.
+ */
+START_TEST(test_excess_past_freerun)
+{
+	ck_assert_uint_eq(srsv__pace_excess(meta), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, 50 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* At freerun exactly: nothing. */
+	ck_assert_uint_eq(stats().fill_pm, 500);
+	ck_assert_uint_eq(srsv__pace_excess(meta), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, 10 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* 60 MiB held of 100: 10 MiB past the 50% freerun. */
+	ck_assert_uint_eq(srsv__pace_excess(meta), 10 * MIB);
+	/* Pinned bytes count as held. */
+	ck_assert_int_eq(srsv_space_alloc(meta, 10 * MIB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(meta, 10 * MIB), 0);
+	ck_assert_int_eq(srsv_space_pin(meta, 10 * MIB), 0);
+	ck_assert_uint_eq(srsv__pace_excess(meta), 10 * MIB);
+	/* A pool that is not paced has none. */
+	ck_assert_uint_eq(srsv__pace_excess(srsv_ctx_space(ctx,
+			  SRSV_POOL_DATA)), 0);
+}
+END_TEST
+
+/*
+ * While writers are paced, a preemptive commit is worth it once pinned
+ * space alone is more than the fill is past freerun (and at least half
+ * the free space); without pacing the same pool would not commit (the
+ * room is not running out).
+ */
+static int choose_with_pinned(struct srsv_ctx *c)
+{
+	struct srsv_space *m = srsv_ctx_space(c, SRSV_POOL_METADATA);
+	uint64_t to_reclaim = 0;
+	int state;
+
+	ck_assert_int_eq(srsv_space_reserve(m, 65 * MIB, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_space_alloc(m, 55 * MIB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(m, 55 * MIB), 0);
+	ck_assert_int_eq(srsv_space_pin(m, 55 * MIB), 0);
+	srsv__lock(&m->lock);
+	state = srsv__preempt_choose(m, &to_reclaim);
+	srsv__unlock(&m->lock);
+	return state;
+}
+
+START_TEST(test_commit_when_pinned_holds_pacing)
+{
+	struct srsv_ctx *plain = make_ctx(0, 0, SRSV_CTX_MANUAL);
+
+	/* 55 MiB pinned + 10 MiB reserved: fill 65%, 15 MiB past the
+	 * 50% freerun, less than the pinned bytes. */
+	ck_assert_int_eq(choose_with_pinned(ctx), SRSV_STATE_COMMIT_TRANS);
+	ck_assert_uint_eq(srsv__pace_excess(meta), 15 * MIB);
+	ck_assert_int_ne(choose_with_pinned(plain), SRSV_STATE_COMMIT_TRANS);
+	srsv_ctx_destroy(plain);
 }
 END_TEST
 
@@ -485,6 +589,8 @@ START_TEST(test_full_longest_delay)
 	 * from the end of the slot before it (t0 + 10 ms): what is left of
 	 * it is the next one's delay. */
 	ck_assert_int_eq(srsv_space_release(meta, 2 * MIB), 0);
+	/* Writeback in flight: reclaim is at work (see below). */
+	ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 0, MIB), 0);
 	t1 = fake_now;
 	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
 	ck_assert_uint_le(fake_now - t1, cost_ns(MIB, 580) - BANK + 1000);
@@ -610,6 +716,9 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_unmeasured_not_paced);
 	tcase_add_test(det, test_estimate_below_setpoint);
 	tcase_add_test(det, test_full_longest_delay);
+	tcase_add_test(det, test_quiet_window_skipped);
+	tcase_add_test(det, test_excess_past_freerun);
+	tcase_add_test(det, test_commit_when_pinned_holds_pacing);
 	tcase_add_test(thr, test_threads_paced);
 	tcase_add_test(thr, test_shutdown_while_paced);
 	tcase_set_timeout(thr, 60);

@@ -398,6 +398,48 @@ START_TEST(test_bounded_loops_when_nothing_frees)
 }
 END_TEST
 
+/* DELALLOC: write back 1 MiB of dirty data (progress), free nothing. */
+static int writeback_only(struct esim *esim, struct srsv_space *space,
+			  enum srsv_flush_state state, uint64_t bytes,
+			  void *arg)
+{
+	(void)esim; (void)state; (void)bytes; (void)arg;
+	return srsv_ctx_account_delalloc(srsv_space_ctx(space),
+					 -(int64_t)MiB, 0);
+}
+
+START_TEST(test_no_backoff_after_run_that_helped)
+{
+	struct srsv_space *s;
+	struct esim *sim = preempt_sim(&s, 600 * MiB);
+	struct esim_action a = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
+				 .preempt = 1, .op = ESIM_CALL,
+				 .fn = writeback_only, .times = 1 };
+	uint64_t calls;
+
+	/* The first flush writes dirty data back, the next two find
+	 * nothing to start (everything is under writeback): the run ends
+	 * on two fruitless flushes, but it helped. */
+	esim_add(sim, &a);
+	reserve_nf(s, 1 * MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	calls = esim_total_calls(sim);
+	ck_assert_uint_eq(calls, 3);
+	ck_assert_uint_eq(srsv__ld(&sim->ctx->preempt_backoff_ns), 0);
+	/* No back-off: the next reservation queues a run at once. */
+	reserve_nf(s, 1 * MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	ck_assert_uint_gt(esim_total_calls(sim), calls);
+	/* That run achieved nothing at all: now it backs off. */
+	ck_assert_uint_gt(srsv__ld(&sim->ctx->preempt_backoff_ns), 0);
+	calls = esim_total_calls(sim);
+	reserve_nf(s, 1 * MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 0);
+	ck_assert_uint_eq(esim_total_calls(sim), calls);
+	esim_free(sim);
+}
+END_TEST
+
 /* Queue a FLUSH_ALL ticket on a full pool and let it fail. */
 static void ticket_round(struct esim *sim, struct srsv_space *s)
 {
@@ -839,6 +881,7 @@ static Suite *preempt_suite(void)
 	tcase_add_test(tc, test_clamp_lowered_after_one_loop_bounded);
 	tcase_add_test(tc, test_clamp_kept_when_tickets_queued_during_run);
 	tcase_add_test(tc, test_clamp_lowered_after_quiet_fruitless_run);
+	tcase_add_test(tc, test_no_backoff_after_run_that_helped);
 	tcase_add_test(tc, test_clamp_lowered_after_satisfied_multi_loop_run);
 	tcase_add_test(tc, test_async_walk_hands_over_to_preempt);
 	suite_add_tcase(s, tc);
