@@ -215,10 +215,11 @@ struct srsv_space *srsvu_ctx_space(struct srsv_ctx *ctx, enum srsv_pool kind);
 int srsvu_space_reserve(struct srsv_space *space, uint64_t bytes,
 			enum srsv_flush mode, unsigned flags);
 int srsvu_space_release(struct srsv_space *space, uint64_t bytes);
-int srsvu_space_snapshot(struct srsv_space *space,
-			 struct srsv_space_info *info,
-			 struct srsv_ticket_info *tickets, size_t max,
-			 size_t *nr_tickets);
+int srsvu_space_snapshot_sized(struct srsv_space *space,
+			       struct srsv_space_info *info,
+			       struct srsv_ticket_info *tickets, size_t max,
+			       size_t *nr_tickets, size_t info_size,
+			       size_t ticket_size);
 #endif
 
 /* Set-up calls of one build of the library (not on the timed path). */
@@ -228,20 +229,22 @@ struct lib_api {
 	void (*ctx_destroy)(struct srsv_ctx *ctx);
 	struct srsv_space *(*ctx_space)(struct srsv_ctx *ctx,
 					enum srsv_pool kind);
-	int (*snapshot)(struct srsv_space *space, struct srsv_space_info *info,
-			struct srsv_ticket_info *tickets, size_t max,
-			size_t *nr_tickets);
+	int (*snapshot_sized)(struct srsv_space *space,
+			      struct srsv_space_info *info,
+			      struct srsv_ticket_info *tickets, size_t max,
+			      size_t *nr_tickets, size_t info_size,
+			      size_t ticket_size);
 };
 
 static const struct lib_api lib_default = {
 	srsv_config_init_sized, srsv_ctx_create, srsv_ctx_destroy,
-	srsv_ctx_space, srsv_space_snapshot
+	srsv_ctx_space, srsv_space_snapshot_sized
 };
 
 #ifdef SRSV_BENCH_UNTRACED
 static const struct lib_api lib_untraced = {
 	srsvu_config_init_sized, srsvu_ctx_create, srsvu_ctx_destroy,
-	srsvu_ctx_space, srsvu_space_snapshot
+	srsvu_ctx_space, srsvu_space_snapshot_sized
 };
 #endif
 
@@ -502,7 +505,8 @@ static int lib_check(struct variant *v)
 {
 	struct lib_obj *o = v->obj;
 	struct srsv_space_info info;
-	int ret = o->api->snapshot(o->space, &info, NULL, 0, NULL);
+	int ret = o->api->snapshot_sized(o->space, &info, NULL, 0, NULL,
+					 sizeof(info), 0);
 
 	if (ret)
 		return ret;

@@ -910,13 +910,18 @@ static bool still_candidate(const struct srsv__bgroups *bgs,
 					reclaim_threshold(bgs, g->space)));
 }
 
-SRSV__EXPORT int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
-					  struct srsv_bgroup_info *info)
+/* The first layout of struct srsv_bgroup_info (0.1.0). */
+#define BG_INFO_MIN SRSV__OUT_MIN(struct srsv_bgroup_info, candidate)
+
+SRSV__EXPORT int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
+						struct srsv_bgroup_info *out,
+						size_t size)
 {
 	struct srsv__bgroups *bgs = cfg_of(ctx);
+	struct srsv_bgroup_info all;
 	int ret = -ENOENT;
 
-	if (!bgs || !info)
+	if (!bgs || !out || size < BG_INFO_MIN)
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
 	if (bgs->taken >= SRSV_BGROUP_RECLAIM_BATCH) {
@@ -953,12 +958,14 @@ SRSV__EXPORT int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
 		best->readonly = true;
 		best->taken = true;
 		bgs->taken++;
-		fill_info(best, info);
+		fill_info(best, &all);
 		ret = 0;
 		break;
 	}
 out:
 	srsv__unlock(&bgs->lock);
+	if (!ret)
+		SRSV__OUT_COPY(out, all, size, size);
 	return ret;
 }
 
@@ -1041,39 +1048,48 @@ void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx)
 
 /* ---- queries ---- */
 
-SRSV__EXPORT int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
-				 struct srsv_bgroup_info *info)
+SRSV__EXPORT int srsv_bgroup_get_sized(struct srsv_ctx *ctx, uint64_t bytenr,
+				       struct srsv_bgroup_info *out,
+				       size_t size)
 {
 	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv_bgroup_info all;
 	struct srsv__bg *g;
 
-	if (!bgs || !info)
+	if (!bgs || !out || size < BG_INFO_MIN)
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
 	g = lookup(bgs, bytenr, NULL);
 	if (g)
-		fill_info(g, info);
+		fill_info(g, &all);
 	srsv__unlock(&bgs->lock);
-	return g ? 0 : -ENOENT;
+	if (!g)
+		return -ENOENT;
+	SRSV__OUT_COPY(out, all, size, size);
+	return 0;
 }
 
-SRSV__EXPORT int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
-				  struct srsv_bgroup_info *info)
+SRSV__EXPORT int srsv_bgroup_next_sized(struct srsv_ctx *ctx, uint64_t from,
+					struct srsv_bgroup_info *out,
+					size_t size)
 {
 	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv_bgroup_info all;
 	size_t pos;
 	int ret = -ENOENT;
 
-	if (!bgs || !info)
+	if (!bgs || !out || size < BG_INFO_MIN)
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
 	/* First group with start >= from. */
 	pos = from ? upper_bound(bgs, from - 1) : 0;
 	if (pos < bgs->nr) {
-		fill_info(bgs->groups[pos], info);
+		fill_info(bgs->groups[pos], &all);
 		ret = 0;
 	}
 	srsv__unlock(&bgs->lock);
+	if (!ret)
+		SRSV__OUT_COPY(out, all, size, size);
 	return ret;
 }
 
@@ -1104,24 +1120,30 @@ SRSV__EXPORT int srsv_bgroup_find_free(struct srsv_ctx *ctx,
 	return ret;
 }
 
-SRSV__EXPORT int srsv_bgroup_stats(struct srsv_ctx *ctx,
-				   struct srsv_bgroup_stats *stats)
+SRSV__EXPORT int srsv_bgroup_stats_sized(struct srsv_ctx *ctx,
+					 struct srsv_bgroup_stats *stats,
+					 size_t size)
 {
 	struct srsv__bgroups *bgs = bgs_of(ctx);
+	struct srsv_bgroup_stats all;
 
-	if (!bgs || !stats)
+	if (!bgs || !stats ||
+	    size < SRSV__OUT_MIN(struct srsv_bgroup_stats, committed))
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
-	*stats = bgs->st;
-	stats->nr_groups = bgs->nr;
+	all = bgs->st;
+	all.nr_groups = bgs->nr;
 	srsv__unlock(&bgs->lock);
+	SRSV__OUT_COPY(stats, all, size, size);
 	return 0;
 }
 
 /* ---- statfs (btrfs_statfs()) ---- */
 
-SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
+SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
+				       struct srsv_statfs *out, size_t size)
 {
+	struct srsv_statfs all, *st = &all;
 	struct srsv__bgroups *bgs = cfg_of(ctx);
 	unsigned data_factor = bgs ? bgs->cfg.data_raid_factor : 1;
 	unsigned meta_factor;
@@ -1129,7 +1151,8 @@ SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
 	struct srsv_space *meta;
 	bool mixed, meta_full = false;
 
-	if (!ctx || !st)
+	if (!ctx || !out ||
+	    size < SRSV__OUT_MIN(struct srsv_statfs, metadata_full))
 		return -EINVAL;
 	meta_factor = ctx->cfg.metadata_raid_factor;
 	mixed = ctx->spaces[SRSV_POOL_MIXED] != NULL;
@@ -1182,5 +1205,6 @@ SRSV__EXPORT int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st)
 	st->metadata_free = mixed ? 0 : free_meta;
 	st->global_rsv_size = global;
 	st->metadata_full = meta_full;
+	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }

@@ -168,15 +168,19 @@ bool srsv__in_callback(void)
 	return callback_depth != 0;
 }
 
-SRSV__EXPORT int srsv_debug_lock_stats(struct srsv_lock_stats *stats)
+SRSV__EXPORT int srsv_debug_lock_stats_sized(struct srsv_lock_stats *stats,
+					     size_t size)
 {
 #if SRSV_DEBUG_LOCKS
-	if (!stats)
+	struct srsv_lock_stats all;
+
+	if (!stats || size < SRSV__OUT_MIN(struct srsv_lock_stats, waits))
 		return -EINVAL;
-	*stats = lock_stats;
+	all = lock_stats;
+	SRSV__OUT_COPY(stats, all, size, size);
 	return 0;
 #else
-	(void)stats;
+	(void)stats; (void)size;
 	return -ENOTSUP;
 #endif
 }

@@ -707,12 +707,15 @@ SRSV__EXPORT int srsv_quota_free_used(struct srsv_quota *q, uint64_t bytes)
 	return ret;
 }
 
-SRSV__EXPORT int srsv_quota_snapshot(struct srsv_quota *q,
-				     struct srsv_quota_info *info)
+SRSV__EXPORT int srsv_quota_snapshot_sized(struct srsv_quota *q,
+					   struct srsv_quota_info *out,
+					   size_t size)
 {
+	struct srsv_quota_info all, *info = &all;
 	int k;
 
-	if (!quota_ok(q) || !info)
+	if (!quota_ok(q) || !out ||
+	    size < SRSV__OUT_MIN(struct srsv_quota_info, edquot))
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	srsv__lock(&q->lock);
@@ -732,6 +735,7 @@ SRSV__EXPORT int srsv_quota_snapshot(struct srsv_quota *q,
 	info->flushes = srsv__ld(&q->stat_flushes);
 	info->flush_waits = srsv__ld(&q->stat_flush_waits);
 	info->edquot = srsv__ld(&q->stat_edquot);
+	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }
 

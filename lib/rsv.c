@@ -620,10 +620,14 @@ SRSV__EXPORT int srsv_rsv_set_failfast(struct srsv_rsv *rsv, bool failfast)
 	return 0;
 }
 
-SRSV__EXPORT int srsv_rsv_get_info(struct srsv_rsv *rsv,
-				   struct srsv_rsv_info *info)
+SRSV__EXPORT int srsv_rsv_get_info_sized(struct srsv_rsv *rsv,
+					 struct srsv_rsv_info *out,
+					 size_t size)
 {
-	if (!rsv_valid(rsv) || !info)
+	struct srsv_rsv_info all = { 0 }, *info = &all;
+
+	if (!rsv_valid(rsv) || !out ||
+	    size < SRSV__OUT_MIN(struct srsv_rsv_info, failfast))
 		return -EINVAL;
 	rsv_lock(rsv);
 	info->size = rsv_size(rsv);
@@ -632,6 +636,7 @@ SRSV__EXPORT int srsv_rsv_get_info(struct srsv_rsv *rsv,
 	info->full = info->reserved >= info->size;
 	info->failfast = R(rsv)->failfast;
 	rsv_unlock(rsv);
+	SRSV__OUT_COPY(out, all, info_size, size);
 	return 0;
 }
 

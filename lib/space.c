@@ -692,34 +692,50 @@ void srsv__dump_fill(const struct srsv_space *s, struct srsv__dump *d)
 	d->ordered = srsv__ld(&ctx->ordered_bytes);
 }
 
+/* The first layouts (0.1.0); fields are only ever added after them. */
+#define SPACE_INFO_MIN SRSV__OUT_MIN(struct srsv_space_info, tickets_failed)
+#define TICKET_INFO_MIN SRSV__OUT_MIN(struct srsv_ticket_info, priority)
+
+/* Tickets are @tsize bytes apart in the caller's array; each gets at most
+ * that many bytes of the library's struct. */
 static void fill_ticket_info(struct srsv__list *head, bool priority,
 			     uint64_t now, struct srsv_ticket_info *tickets,
-			     size_t max, size_t *n)
+			     size_t tsize, size_t max, size_t *n)
 {
+	size_t copy = tsize < sizeof(*tickets) ? tsize : sizeof(*tickets);
+
 	for (struct srsv__list *p = head->next; p != head; p = p->next) {
 		struct srsv__ticket *t =
 			srsv__container_of(p, struct srsv__ticket, node);
 
 		if (*n < max) {
-			tickets[*n].bytes = t->orig_bytes;
-			tickets[*n].age_ns = now - t->start_ns;
-			tickets[*n].mode = t->mode;
-			tickets[*n].priority = priority;
+			struct srsv_ticket_info ti = {
+				.bytes = t->orig_bytes,
+				.age_ns = now - t->start_ns,
+				.mode = t->mode,
+				.priority = priority,
+			};
+
+			memcpy((char *)tickets + *n * tsize, &ti, copy);
 		}
 		(*n)++;
 	}
 }
 
-SRSV__EXPORT int srsv_space_snapshot(struct srsv_space *s,
-				     struct srsv_space_info *info,
-				     struct srsv_ticket_info *tickets,
-				     size_t max, size_t *nr_tickets)
+SRSV__EXPORT int srsv_space_snapshot_sized(struct srsv_space *s,
+					   struct srsv_space_info *out,
+					   struct srsv_ticket_info *tickets,
+					   size_t max, size_t *nr_tickets,
+					   size_t info_size,
+					   size_t ticket_size)
 {
+	struct srsv_space_info all, *info = &all;
 	struct srsv__dump d;
 	uint64_t waiting, now;
 	size_t n = 0;
 
-	if (!s || !info || (!tickets && max))
+	if (!s || !out || (!tickets && max) || info_size < SPACE_INFO_MIN ||
+	    (max && ticket_size < TICKET_INFO_MIN))
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	srsv__lock(&s->lock);
@@ -760,9 +776,12 @@ SRSV__EXPORT int srsv_space_snapshot(struct srsv_space *s,
 	       sizeof(info->preempt_flushes));
 	info->tickets_granted = s->stat_granted;
 	info->tickets_failed = s->stat_failed;
-	fill_ticket_info(&s->priority_tickets, true, now, tickets, max, &n);
-	fill_ticket_info(&s->tickets, false, now, tickets, max, &n);
+	fill_ticket_info(&s->priority_tickets, true, now, tickets,
+			 ticket_size, max, &n);
+	fill_ticket_info(&s->tickets, false, now, tickets, ticket_size, max,
+			 &n);
 	srsv__unlock(&s->lock);
+	SRSV__OUT_COPY(out, all, size, info_size);
 	if (nr_tickets)
 		*nr_tickets = n;
 	return 0;

@@ -8,7 +8,9 @@
 #define SRSV_STATS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <atomic_ops.h>
 
@@ -40,6 +42,21 @@ struct srsv__stats {
 	/* Bit s: state s said -EOPNOTSUPP and is not called any more. */
 	volatile AO_t disabled;
 };
+
+/*
+ * Output structs (docs/api.md, "output structs"): the caller passes its
+ * sizeof; the library refuses a size below the struct's first layout,
+ * which ends at member @last (checked before the call does anything), and
+ * copies at most the caller's size of its own whole struct @all, whose
+ * member @sz says how many bytes were filled.
+ */
+#define SRSV__OUT_MIN(type, last) \
+	(offsetof(type, last) + sizeof(((type *)0)->last))
+#define SRSV__OUT_COPY(dst, all, sz, size) do {				\
+	size_t n_ = (size) < sizeof(all) ? (size) : sizeof(all);	\
+	(all).sz = n_;							\
+	memcpy((dst), &(all), n_);					\
+} while (0)
 
 struct srsv_space;
 

@@ -1031,10 +1031,14 @@ void srsv__zone_bg_info(struct srsv_zone_group *g,
 	srsv__unlock(&g->lock);
 }
 
-SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
-				      struct srsv_zone_group_info *info)
+SRSV__EXPORT int srsv_zone_group_info_sized(struct srsv_zone_group *g,
+					    struct srsv_zone_group_info *out,
+					    size_t size)
 {
-	if (!g || !info)
+	struct srsv_zone_group_info all = { 0 }, *info = &all;
+
+	if (!g || !out ||
+	    size < SRSV__OUT_MIN(struct srsv_zone_group_info, dedicated))
 		return -EINVAL;
 	srsv__lock(&g->lock);
 	info->start = g->bg.start;
@@ -1053,6 +1057,7 @@ SRSV__EXPORT int srsv_zone_group_info(struct srsv_zone_group *g,
 	info->dedicated = g->z->dedicated[g->kind] == g;
 	srsv__unlock(&g->z->list_lock);
 	srsv__unlock(&g->lock);
+	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }
 
@@ -1061,12 +1066,15 @@ SRSV__EXPORT uint64_t srsv_zone_group_room(const struct srsv_zone_group *g)
 	return group_room(g);
 }
 
-SRSV__EXPORT int srsv_zoned_get_info(struct srsv_ctx *ctx,
-				     struct srsv_zoned_info *info)
+SRSV__EXPORT int srsv_zoned_get_info_sized(struct srsv_ctx *ctx,
+					   struct srsv_zoned_info *out,
+					   size_t size)
 {
 	struct srsv__zoned *z = zoned_of(ctx);
+	struct srsv_zoned_info all, *info = &all;
 
-	if (!z || !info)
+	if (!z || !out ||
+	    size < SRSV__OUT_MIN(struct srsv_zoned_info, flush_groups_looked))
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	srsv__lock(&z->list_lock);
@@ -1086,6 +1094,7 @@ SRSV__EXPORT int srsv_zoned_get_info(struct srsv_ctx *ctx,
 	info->nr_groups = srsv__ld(&z->nr_groups);
 	info->resets = srsv__ld(&z->resets);
 	info->relocations = srsv__ld(&z->relocations);
+	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }
 

@@ -248,6 +248,9 @@ SRSV_MUST_CHECK int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool
 
 /** A group, from srsv_bgroup_get() and friends. */
 struct srsv_bgroup_info {
+	/** bytes the library filled (set by srsv_bgroup_get_sized() and friends: see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	uint64_t start;		/**< first byte */
 	uint64_t length;	/**< bytes */
 	uint64_t used;		/**< live bytes the engine reported */
@@ -262,17 +265,26 @@ struct srsv_bgroup_info {
 };
 
 /**
- * The group covering @p bytenr.
+ * The group covering @p bytenr.  Called through the srsv_bgroup_get()
+ * macro, which passes the caller's sizeof (docs/api.md, "output
+ * structs"), as are srsv_bgroup_next() and srsv_bgroup_reclaim_take().
  * @param ctx a ctx with a group table
  * @param bytenr any byte of it
  * @param[out] info its state
+ * @param size sizeof(struct srsv_bgroup_info) as the caller knows it
  * @retval 0 success
  * @retval -ENOENT no group covers @p bytenr
- * @retval -EINVAL NULL argument or table-less ctx
+ * @retval -EINVAL NULL argument, table-less ctx, or @p size smaller than
+ *         the first layout (nothing written)
  * @note Thread-safe.  Chunks and zone groups alike.
  */
-SRSV_MUST_CHECK int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
-		    struct srsv_bgroup_info *info);
+SRSV_MUST_CHECK int srsv_bgroup_get_sized(struct srsv_ctx *ctx, uint64_t bytenr,
+					  struct srsv_bgroup_info *info,
+					  size_t size);
+/** srsv_bgroup_get_sized() with the caller's sizeof. */
+#define srsv_bgroup_get(ctx, bytenr, info) \
+	srsv_bgroup_get_sized((ctx), (bytenr), (info), \
+			      sizeof(struct srsv_bgroup_info))
 
 /**
  * The first group that starts at or after @p from, to walk the table:
@@ -280,13 +292,20 @@ SRSV_MUST_CHECK int srsv_bgroup_get(struct srsv_ctx *ctx, uint64_t bytenr,
  * @param ctx a ctx with a group table
  * @param from address
  * @param[out] info its state
+ * @param size sizeof(struct srsv_bgroup_info) as the caller knows it
  * @retval 0 success
  * @retval -ENOENT no group starts at or after @p from
- * @retval -EINVAL NULL argument or table-less ctx
+ * @retval -EINVAL NULL argument, table-less ctx, or @p size smaller than
+ *         the first layout (nothing written)
  * @note Thread-safe; the table may change between calls.
  */
-SRSV_MUST_CHECK int srsv_bgroup_next(struct srsv_ctx *ctx, uint64_t from,
-		     struct srsv_bgroup_info *info);
+SRSV_MUST_CHECK int srsv_bgroup_next_sized(struct srsv_ctx *ctx, uint64_t from,
+					   struct srsv_bgroup_info *info,
+					   size_t size);
+/** srsv_bgroup_next_sized() with the caller's sizeof. */
+#define srsv_bgroup_next(ctx, from, info) \
+	srsv_bgroup_next_sized((ctx), (from), (info), \
+			       sizeof(struct srsv_bgroup_info))
 
 /**
  * The lowest-addressed writable group of @p pool with at least @p bytes
@@ -319,14 +338,21 @@ SRSV_MUST_CHECK int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool p
  * least one.
  * @param ctx a ctx with a group table
  * @param[out] info the group taken
+ * @param size sizeof(struct srsv_bgroup_info) as the caller knows it
  * @retval 0 taken
  * @retval -ENOENT no candidate
  * @retval -EBUSY ::SRSV_BGROUP_RECLAIM_BATCH groups are taken and not done
- * @retval -EINVAL NULL argument or table-less ctx
+ * @retval -EINVAL NULL argument, table-less ctx, or @p size smaller than
+ *         the first layout (nothing taken, nothing written)
  * @note Thread-safe.
  */
-SRSV_MUST_CHECK int srsv_bgroup_reclaim_take(struct srsv_ctx *ctx,
-			     struct srsv_bgroup_info *info);
+SRSV_MUST_CHECK int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
+						   struct srsv_bgroup_info *info,
+						   size_t size);
+/** srsv_bgroup_reclaim_take_sized() with the caller's sizeof. */
+#define srsv_bgroup_reclaim_take(ctx, info) \
+	srsv_bgroup_reclaim_take_sized((ctx), (info), \
+				       sizeof(struct srsv_bgroup_info))
 
 /**
  * End the reclaim of a group taken with srsv_bgroup_reclaim_take().
@@ -365,6 +391,9 @@ SRSV_MUST_CHECK int srsv_bgroup_reclaim_threshold(struct srsv_ctx *ctx, enum srs
 
 /** Block group statistics, from srsv_bgroup_stats(). */
 struct srsv_bgroup_stats {
+	/** bytes the library filled (set by srsv_bgroup_stats_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	uint64_t nr_groups;	/**< groups now */
 	uint64_t added;		/**< groups ever added */
 	uint64_t returned;	/**< groups returned to unallocated */
@@ -376,20 +405,33 @@ struct srsv_bgroup_stats {
 };
 
 /**
- * Statistics of the group table.
+ * Statistics of the group table.  Called through the srsv_bgroup_stats()
+ * macro, which passes the caller's sizeof (docs/api.md, "output
+ * structs").
  * @param ctx a ctx with a group table
  * @param[out] stats the figures
+ * @param size sizeof(struct srsv_bgroup_stats) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument or table-less ctx
+ * @retval -EINVAL NULL argument, table-less ctx, or @p size smaller than
+ *         the first layout (nothing written)
  * @note Thread-safe.
  */
-SRSV_MUST_CHECK int srsv_bgroup_stats(struct srsv_ctx *ctx, struct srsv_bgroup_stats *stats);
+SRSV_MUST_CHECK int srsv_bgroup_stats_sized(struct srsv_ctx *ctx,
+					    struct srsv_bgroup_stats *stats,
+					    size_t size);
+/** srsv_bgroup_stats_sized() with the caller's sizeof. */
+#define srsv_bgroup_stats(ctx, stats) \
+	srsv_bgroup_stats_sized((ctx), (stats), \
+				sizeof(struct srsv_bgroup_stats))
 
 /**
  * What df should say, computed as btrfs_statfs() computes it, in bytes
  * (divide by the engine's block size for struct statvfs).
  */
 struct srsv_statfs {
+	/** bytes the library filled (set by srsv_ctx_statfs_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	/** f_blocks: srsv_config::device_bytes / data factor. */
 	uint64_t total;
 	/** f_bfree: total minus every pool's used bytes (raw: times its
@@ -418,14 +460,22 @@ struct srsv_statfs {
  * bytes only (btrfs's disk_used), so reservations and pinned bytes still
  * count as free, as in df on btrfs.  Works with or without a group table
  * (the factors then are the data factor 1 and metadata_raid_factor).
+ * Called through the srsv_ctx_statfs() macro, which passes the caller's
+ * sizeof (docs/api.md, "output structs").
  * @param ctx the ctx
  * @param[out] st the figures
+ * @param size sizeof(struct srsv_statfs) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument
+ * @retval -EINVAL NULL argument, or @p size smaller than the first layout
+ *         (nothing written)
  * @note Thread-safe; takes each pool lock in turn (the figures are not one
  *       atomic snapshot of the whole ctx).
  */
-SRSV_MUST_CHECK int srsv_ctx_statfs(struct srsv_ctx *ctx, struct srsv_statfs *st);
+SRSV_MUST_CHECK int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
+					  struct srsv_statfs *st, size_t size);
+/** srsv_ctx_statfs_sized() with the caller's sizeof. */
+#define srsv_ctx_statfs(ctx, st) \
+	srsv_ctx_statfs_sized((ctx), (st), sizeof(struct srsv_statfs))
 
 #ifdef __cplusplus
 }

@@ -247,6 +247,9 @@ SRSV_MUST_CHECK int srsv_quota_free_used(struct srsv_quota *quota, uint64_t byte
 
 /** A tenant's figures, from srsv_quota_snapshot(). */
 struct srsv_quota_info {
+	/** bytes the library filled (set by srsv_quota_snapshot_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	uint64_t id;		/**< the tenant */
 	uint64_t limit;		/**< limit, or ::SRSV_QUOTA_NO_LIMIT */
 	/** reserved bytes per ::srsv_quota_kind */
@@ -276,13 +279,24 @@ struct srsv_quota_info {
  * @c charged, and the snapshot may see it between the two.  @c charged is
  * at most @c limit unless the limit was lowered below it.
  *
+ * Called through the srsv_quota_snapshot() macro, which passes the
+ * caller's sizeof (docs/api.md, "output structs").
+ *
  * @param quota the tenant
  * @param[out] info where to write
+ * @param size sizeof(struct srsv_quota_info) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument
+ * @retval -EINVAL NULL argument, or @p size smaller than the first layout
+ *         (nothing written)
  * @note Thread-safe; takes the quota lock (may sleep).
  */
-SRSV_MUST_CHECK int srsv_quota_snapshot(struct srsv_quota *quota, struct srsv_quota_info *info);
+SRSV_MUST_CHECK int srsv_quota_snapshot_sized(struct srsv_quota *quota,
+					      struct srsv_quota_info *info,
+					      size_t size);
+/** srsv_quota_snapshot_sized() with the caller's sizeof. */
+#define srsv_quota_snapshot(quota, info) \
+	srsv_quota_snapshot_sized((quota), (info), \
+				  sizeof(struct srsv_quota_info))
 
 /**
  * The tenant id of a quota.

@@ -187,6 +187,10 @@ int srsv_rsv_set_failfast(struct srsv_rsv *rsv, bool failfast);
 
 /** Snapshot of an rsv. */
 struct srsv_rsv_info {
+	/** bytes the library filled (set by srsv_rsv_get_info_sized(): see
+	 *  docs/api.md, "output structs"; not @c size, which is the rsv's
+	 *  own, btrfs's block_rsv->size) */
+	size_t info_size;
 	uint64_t size;		/**< target */
 	uint64_t reserved;	/**< held */
 	int type;		/**< ::srsv_rsv_type */
@@ -195,14 +199,23 @@ struct srsv_rsv_info {
 };
 
 /**
- * Read an rsv consistently.
+ * Read an rsv consistently.  Called through the srsv_rsv_get_info()
+ * macro, which passes the caller's sizeof (docs/api.md, "output
+ * structs").
  * @param rsv the rsv
  * @param[out] info where to write
+ * @param size sizeof(struct srsv_rsv_info) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument or uninitialised rsv
+ * @retval -EINVAL NULL argument, uninitialised rsv, or @p size smaller
+ *         than the first layout (nothing written)
  * @note Thread-safe.
  */
-SRSV_MUST_CHECK int srsv_rsv_get_info(struct srsv_rsv *rsv, struct srsv_rsv_info *info);
+SRSV_MUST_CHECK int srsv_rsv_get_info_sized(struct srsv_rsv *rsv,
+					    struct srsv_rsv_info *info,
+					    size_t size);
+/** srsv_rsv_get_info_sized() with the caller's sizeof. */
+#define srsv_rsv_get_info(rsv, info) \
+	srsv_rsv_get_info_sized((rsv), (info), sizeof(struct srsv_rsv_info))
 
 /**
  * A standard reservation of the ctx: GLOBAL, TRANS, DELOPS (delayed items),

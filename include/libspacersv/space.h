@@ -290,6 +290,9 @@ struct srsv_ctx *srsv_space_ctx(const struct srsv_space *space);
 
 /** Counters of a pool, from srsv_space_snapshot(). */
 struct srsv_space_info {
+	/** bytes the library filled (set by srsv_space_snapshot_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	int kind;			/**< ::srsv_pool */
 	uint64_t total;			/**< capacity */
 	uint64_t used;			/**< referenced */
@@ -332,20 +335,37 @@ struct srsv_ticket_info {
 
 /**
  * Copy the pool's counters and its queued tickets (priority queue first,
- * each queue in FIFO order), consistently under the pool lock.
+ * each queue in FIFO order), consistently under the pool lock.  Called
+ * through the srsv_space_snapshot() macro, which passes the caller's
+ * sizeof of both structs: the library fills at most @p info_size bytes of
+ * @p info (setting info->size to what it filled) and at most
+ * @p ticket_size bytes of each ticket, which are @p ticket_size bytes
+ * apart; bytes past that are untouched.
  * @param space the pool
  * @param[out] info counters (required)
  * @param[out] tickets room for @p max tickets, may be NULL if @p max is 0
  * @param max size of @p tickets
  * @param[out] nr_tickets how many tickets are queued (may exceed @p max);
  *        may be NULL
+ * @param info_size sizeof(struct srsv_space_info) as the caller knows it
+ * @param ticket_size sizeof(struct srsv_ticket_info) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL space or info, or NULL tickets with max > 0
+ * @retval -EINVAL NULL space or info, NULL tickets with max > 0, or a size
+ *         smaller than the first layout of its struct (nothing written)
  * @note Thread-safe; takes the pool lock, allocates nothing.
  */
-SRSV_MUST_CHECK int srsv_space_snapshot(struct srsv_space *space, struct srsv_space_info *info,
-			struct srsv_ticket_info *tickets, size_t max,
-			size_t *nr_tickets);
+SRSV_MUST_CHECK int srsv_space_snapshot_sized(struct srsv_space *space,
+					      struct srsv_space_info *info,
+					      struct srsv_ticket_info *tickets,
+					      size_t max, size_t *nr_tickets,
+					      size_t info_size,
+					      size_t ticket_size);
+/** srsv_space_snapshot_sized() with the caller's sizeofs. */
+#define srsv_space_snapshot(space, info, tickets, max, nr_tickets) \
+	srsv_space_snapshot_sized((space), (info), (tickets), (max), \
+				  (nr_tickets), \
+				  sizeof(struct srsv_space_info), \
+				  sizeof(struct srsv_ticket_info))
 
 /**
  * Calls the library refused because the bytes were not where the caller
@@ -480,7 +500,8 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
 					       size_t size);
 /** srsv_space_get_stats_sized() with the caller's sizeof. */
 #define srsv_space_get_stats(space, stats) \
-	srsv_space_get_stats_sized((space), (stats), sizeof(*(stats)))
+	srsv_space_get_stats_sized((space), (stats), \
+				   sizeof(struct srsv_space_stats))
 
 /**
  * Call the engine for @p state again: the library stops calling a state

@@ -367,6 +367,9 @@ SRSV_MUST_CHECK int srsv_zone_group_free(struct srsv_zone_group *group, uint64_t
 
 /** A zone group, from srsv_zone_group_info(). */
 struct srsv_zone_group_info {
+	/** bytes the library filled (set by srsv_zone_group_info_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	uint64_t start;		/**< first byte */
 	uint64_t length;	/**< bytes */
 	uint64_t capacity;	/**< writable bytes */
@@ -384,15 +387,24 @@ struct srsv_zone_group_info {
 };
 
 /**
- * Read a group consistently (under its lock).
+ * Read a group consistently (under its lock).  Called through the
+ * srsv_zone_group_info() macro, which passes the caller's sizeof
+ * (docs/api.md, "output structs").
  * @param group the group
  * @param[out] info where to write
+ * @param size sizeof(struct srsv_zone_group_info) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument
+ * @retval -EINVAL NULL argument, or @p size smaller than the first layout
+ *         (nothing written)
  * @note Thread-safe.
  */
-SRSV_MUST_CHECK int srsv_zone_group_info(struct srsv_zone_group *group,
-			 struct srsv_zone_group_info *info);
+SRSV_MUST_CHECK int srsv_zone_group_info_sized(struct srsv_zone_group *group,
+					       struct srsv_zone_group_info *info,
+					       size_t size);
+/** srsv_zone_group_info_sized() with the caller's sizeof. */
+#define srsv_zone_group_info(group, info) \
+	srsv_zone_group_info_sized((group), (info), \
+				   sizeof(struct srsv_zone_group_info))
 
 /**
  * Room left in the group (capacity - alloc_offset), read lock-free: a
@@ -405,6 +417,9 @@ uint64_t srsv_zone_group_room(const struct srsv_zone_group *group);
 
 /** The zoned state of a ctx, from srsv_zoned_get_info(). */
 struct srsv_zoned_info {
+	/** bytes the library filled (set by srsv_zoned_get_info_sized(): see docs/api.md,
+	 *  "output structs") */
+	size_t size;
 	unsigned max_active_zones;	/**< 0: unlimited */
 	unsigned active;		/**< tokens in use */
 	unsigned active_by_kind[SRSV_ZONE_KIND_COUNT]; /**< of which, by kind */
@@ -428,13 +443,23 @@ struct srsv_zoned_info {
  * (max_active_zones .. open, hints, hint_groups_looked) are consistent
  * with each other (read under the active-list lock); the other counters
  * are read separately.
+ * Called through the srsv_zoned_get_info() macro, which passes the
+ * caller's sizeof (docs/api.md, "output structs").
  * @param ctx a zoned ctx
  * @param[out] info where to write
+ * @param size sizeof(struct srsv_zoned_info) as the caller knows it
  * @retval 0 success
- * @retval -EINVAL NULL argument or non-zoned ctx
+ * @retval -EINVAL NULL argument, non-zoned ctx, or @p size smaller than
+ *         the first layout (nothing written)
  * @note Thread-safe.
  */
-SRSV_MUST_CHECK int srsv_zoned_get_info(struct srsv_ctx *ctx, struct srsv_zoned_info *info);
+SRSV_MUST_CHECK int srsv_zoned_get_info_sized(struct srsv_ctx *ctx,
+					      struct srsv_zoned_info *info,
+					      size_t size);
+/** srsv_zoned_get_info_sized() with the caller's sizeof. */
+#define srsv_zoned_get_info(ctx, info) \
+	srsv_zoned_get_info_sized((ctx), (info), \
+				  sizeof(struct srsv_zoned_info))
 
 /**
  * Name of a zone kind.
