@@ -59,8 +59,9 @@
  *   engine, the same under every policy.  There is no hand-written dirty
  *   throttle any more: what slows the writers is the policy under test.
  * - Workloads: "buffered" (above), "steady" (the same writers asking for
- *   --steady-pct of the device's rate: a fixed high clamp flushes more
- *   than needed there), "abusive" (--abusive-writers writers reserving
+ *   --steady-pct of the device's rate, on smaller trees with background
+ *   writeback from a quarter of the dirty limit, see workload_params():
+ *   a fixed high clamp flushes more than needed there), "abusive" (--abusive-writers writers reserving
  *   --abusive-item-kib per write, in --burst-ms bursts: more than clamp 1
  *   keeps up with) and "dio" (below).
  * - Direct-I/O workload: reserve the same metadata, write the page on the
@@ -214,6 +215,9 @@ struct params {
 	unsigned wc_recalc_ms;		/* wc: how often conditions are read */
 	/* Workloads. */
 	unsigned steady_pct;		/* steady: demand, % of the device */
+	unsigned steady_fs_leaves;	/* steady: its own, smaller trees */
+	unsigned steady_ext_leaves;
+	unsigned steady_bg_pct;		/* steady: background threshold */
 	unsigned abusive_writers;	/* abusive: writers */
 	uint64_t abusive_item_bytes;	/* abusive: reservation per write */
 	unsigned burst_ms;		/* abusive: on for this, off as long */
@@ -1521,6 +1525,8 @@ struct result {
 	uint64_t reserve_errors;
 	uint64_t lib_errors;
 	uint64_t paced, pace_eased, pace_max_ns;	/* library pacing */
+	uint64_t clamp_raised, clamp_lowered;	/* srsv_space_get_stats() */
+	double clamp_mean;		/* over the timeline's samples */
 	uint64_t wbm_stalls, wc_delays, wc_stops, wc_rate_min;
 	double device_busy;		/* share of the run the device worked */
 	char check[256];		/* accounting check verdict */
@@ -1560,6 +1566,25 @@ static void workload_params(struct params *w, const struct params *p,
 	/* The engine's background writeback threshold stays the default
 	 * workload's: the workload changes, not the engine. */
 	w->dirty_limit_pages = dirty_limit_pages(p);
+	/*
+	 * Steady runs on a file system whose trees are a quarter the size
+	 * (a transaction pins at most 24 MiB, an eighth of the free
+	 * metadata, instead of more than half of it) with background
+	 * writeback from a quarter of the dirty limit.  With the default
+	 * trees, pinned space alone passes clamp 1's threshold (half the
+	 * free space) once a transaction has copied most blocks, so every
+	 * clamp flushes all the time and none can over-flush (measured:
+	 * clamp 1 and clamp 8 within 5% of each other's flush calls).
+	 * Here writeback meets the demand, reclaimable space stays under
+	 * clamp 1's threshold, and what a fixed high clamp adds is flushing
+	 * nobody needed.
+	 */
+	if (wl == WL_STEADY) {
+		w->fs_leaves = p->steady_fs_leaves;
+		w->ext_leaves = p->steady_ext_leaves;
+		w->dirty_bg_pct = p->steady_bg_pct;
+		w->dirty_limit_pages = dirty_limit_pages(w);
+	}
 	if (wl == WL_ABUSIVE) {
 		w->writers = p->abusive_writers;
 		w->item_bytes = p->abusive_item_bytes;
@@ -1847,6 +1872,12 @@ static int run_once(const struct params *p0, enum workload wl, enum mode mode,
 	r->paced = st.paced;
 	r->pace_eased = st.pace_eased;
 	r->pace_max_ns = st.pace_max_delay_ns;
+	r->clamp_raised = st.clamp_raised;
+	r->clamp_lowered = st.clamp_lowered;
+	for (size_t i = 0; i < e->nr_samples; i++)
+		r->clamp_mean += e->samples[i].clamp;
+	if (e->nr_samples)
+		r->clamp_mean /= (double)e->nr_samples;
 	r->wbm_stalls = e->wbm_stalls;
 	r->wc_delays = e->wc.delays;
 	r->wc_stops = e->wc.stops;
@@ -1923,6 +1954,7 @@ struct summary {
 	double ops_lo, ops_hi, p99_lo, p99_hi;
 	double flushes[SRSV_STATE_COUNT], preempt_flushes[SRSV_STATE_COUNT];
 	double wbm_stalls, wc_delays, wc_stops, wc_rate_min, pace_eased;
+	double clamp_raised, clamp_lowered, clamp_mean;
 	unsigned median_run;
 	bool ok;
 };
@@ -1960,6 +1992,9 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	s->wc_stops = MEDIAN(res, n, wc_stops);
 	s->wc_rate_min = MEDIAN(res, n, wc_rate_min);
 	s->pace_eased = MEDIAN(res, n, pace_eased);
+	s->clamp_raised = MEDIAN(res, n, clamp_raised);
+	s->clamp_lowered = MEDIAN(res, n, clamp_lowered);
+	s->clamp_mean = MEDIAN(res, n, clamp_mean);
 	for (int st = 0; st < SRSV_STATE_COUNT; st++) {
 		s->flushes[st] = MEDIAN(res, n, flushes[st]);
 		s->preempt_flushes[st] = MEDIAN(res, n, preempt_flushes[st]);
@@ -2027,6 +2062,9 @@ static void print_flushes(enum workload wl, enum mode m,
 		       s->wc_rate_min / MIB);
 	if (m == MODE_PACE)
 		printf("; delays eased by flushing %.0f", s->pace_eased);
+	if (m != MODE_TICKETS)
+		printf("; clamp mean %.2f, raised %.0f, lowered %.0f",
+		       s->clamp_mean, s->clamp_raised, s->clamp_lowered);
 	printf("\n");
 }
 
@@ -2127,6 +2165,10 @@ static void usage(FILE *f)
 "                     device's rate)\n"
 "  --wc-recalc-ms N   wc: stall conditions recalculated every N ms (default 10)\n"
 "  --steady-pct N     steady: demand, %% of the device's rate (default 70)\n"
+"  --steady-fs-leaves N, --steady-ext-leaves N  steady: its trees (default\n"
+"                     1024 and 512)\n"
+"  --steady-bg-pct N  steady: background threshold, %% of its dirty limit\n"
+"                     (default 25)\n"
 "  --abusive-writers N  abusive: writers (default 16)\n"
 "  --abusive-item-kib N abusive: reservation per write (default 512)\n"
 "  --burst-ms N       abusive: on N ms, off N ms (default 20)\n"
@@ -2246,6 +2288,9 @@ int main(int argc, char **argv)
 		.wc_rate = 0,
 		.wc_recalc_ms = 10,
 		.steady_pct = 70,
+		.steady_fs_leaves = 1024,
+		.steady_ext_leaves = 512,
+		.steady_bg_pct = 25,
 		.abusive_writers = 16,
 		.abusive_item_bytes = 512 * KIB,
 		.burst_ms = 20,
@@ -2263,7 +2308,8 @@ int main(int argc, char **argv)
 		OPT_DIRTY_LIMIT, OPT_DIRTY_BG, OPT_PACE_PCT, OPT_PACE_MAX,
 		OPT_WBM_PCT, OPT_WC_SOFT, OPT_WC_STOP, OPT_WC_RATE,
 		OPT_WC_RECALC, OPT_STEADY, OPT_AB_WRITERS, OPT_AB_ITEM,
-		OPT_BURST, OPT_HELP, OPT_VERSION,
+		OPT_BURST, OPT_STEADY_FS, OPT_STEADY_EXT, OPT_STEADY_BG,
+		OPT_HELP, OPT_VERSION,
 	};
 	static const struct option opts[] = {
 		{ "duration-ms", required_argument, NULL, OPT_DURATION },
@@ -2301,6 +2347,9 @@ int main(int argc, char **argv)
 		{ "wc-rate-mib", required_argument, NULL, OPT_WC_RATE },
 		{ "wc-recalc-ms", required_argument, NULL, OPT_WC_RECALC },
 		{ "steady-pct", required_argument, NULL, OPT_STEADY },
+		{ "steady-fs-leaves", required_argument, NULL, OPT_STEADY_FS },
+		{ "steady-ext-leaves", required_argument, NULL, OPT_STEADY_EXT },
+		{ "steady-bg-pct", required_argument, NULL, OPT_STEADY_BG },
 		{ "abusive-writers", required_argument, NULL, OPT_AB_WRITERS },
 		{ "abusive-item-kib", required_argument, NULL, OPT_AB_ITEM },
 		{ "burst-ms", required_argument, NULL, OPT_BURST },
@@ -2361,6 +2410,9 @@ int main(int argc, char **argv)
 		case OPT_WC_RATE: p.wc_rate = v * MIB; break;
 		case OPT_WC_RECALC: p.wc_recalc_ms = (unsigned)v; break;
 		case OPT_STEADY: p.steady_pct = (unsigned)v; break;
+		case OPT_STEADY_FS: p.steady_fs_leaves = (unsigned)v; break;
+		case OPT_STEADY_EXT: p.steady_ext_leaves = (unsigned)v; break;
+		case OPT_STEADY_BG: p.steady_bg_pct = (unsigned)v; break;
 		case OPT_AB_WRITERS: p.abusive_writers = (unsigned)v; break;
 		case OPT_AB_ITEM: p.abusive_item_bytes = v * KIB; break;
 		case OPT_BURST: p.burst_ms = (unsigned)v; break;
@@ -2384,6 +2436,8 @@ int main(int argc, char **argv)
 	    !p.pace_pct || p.pace_pct > 99 || p.pace_max_ms > 1000 ||
 	    !p.wbm_pct || p.wbm_pct > 100 || p.wc_soft_pct >= p.wc_stop_pct ||
 	    p.wc_stop_pct > 100 || !p.wc_recalc_ms || !p.steady_pct ||
+	    p.steady_fs_leaves < 1 || p.steady_ext_leaves < 1 ||
+	    p.steady_bg_pct >= 100 ||
 	    p.item_bytes < page_meta_need(&p) ||
 	    p.abusive_item_bytes < page_meta_need(&p)) {
 		fprintf(stderr, "stall: bad options (an item must cover %" PRIu64

@@ -242,6 +242,8 @@ struct srsv_space {
 	uint64_t stat_async_runs, stat_preempt_runs;
 	uint64_t stat_unpinned;		/* monotonic: bytes unpinned */
 	uint64_t stat_queued;		/* monotonic: tickets queued */
+	uint64_t stat_clamp_raised;	/* preempt.c: clamp + 1 */
+	uint64_t stat_clamp_lowered;	/* preempt.c: clamp - 1 */
 	struct srsv__stats stats;	/* stats.c */
 };
 

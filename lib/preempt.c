@@ -195,8 +195,10 @@ void srsv__maybe_clamp_preempt(struct srsv_space *s)
 	 * writing delalloc does not free space 1:1 the way delayed items do.
 	 */
 	if (srsv__ld(&ctx->ordered_bytes) < srsv__ld(&ctx->delalloc_bytes) &&
-	    clamp < SRSV__CLAMP_MAX)
+	    clamp < SRSV__CLAMP_MAX) {
 		srsv__st(&s->clamp, clamp + 1);
+		s->stat_clamp_raised++;
+	}
 }
 
 /*
@@ -453,8 +455,10 @@ void srsv__preempt_reclaim(struct srsv_space *s)
 	    !(ctx->cfg.flags & SRSV_CTX_FIXED_CLAMP)) {
 		uint64_t clamp = srsv__ld(&s->clamp);
 
-		if (clamp > 1)
+		if (clamp > 1) {
 			srsv__st(&s->clamp, clamp - 1);
+			s->stat_clamp_lowered++;
+		}
 	}
 	srsv__trace_dump(s, SRSV__DUMP_DONE_PREEMPTIVE_RECLAIM);
 	srsv__unlock(&s->lock);

@@ -161,6 +161,8 @@ SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
 	if (srsv__ld(&s->waiting) && all.now_ns > s->stats.stall_start_ns)
 		all.stalled_ns += all.now_ns - s->stats.stall_start_ns;
 	memcpy(all.modes, s->stats.modes, sizeof(s->stats.modes));
+	all.clamp_raised = s->stat_clamp_raised;
+	all.clamp_lowered = s->stat_clamp_lowered;
 	disabled = srsv__ld(&s->stats.disabled);
 	for (int i = 0; i < SRSV_STATE_COUNT; i++) {
 		struct srsv_state_stats *o = &all.states[i];

@@ -468,6 +468,14 @@ START_TEST(test_clamp_raised_by_tickets_bounded)
 	/* Bounded at 8. */
 	ticket_round(sim, s);
 	ck_assert_uint_eq(esim_snap(s).clamp, 8);
+	/* The statistics count the seven steps up, not the one at 8. */
+	{
+		struct srsv_space_stats st;
+
+		ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+		ck_assert_uint_eq(st.clamp_raised, 7);
+		ck_assert_uint_eq(st.clamp_lowered, 0);
+	}
 	esim_free(sim);
 }
 END_TEST
@@ -547,6 +555,14 @@ START_TEST(test_clamp_lowered_after_one_loop_bounded)
 		reserve_nf(s, 200 * MiB);
 		esim_hold(sim, SRSV_POOL_METADATA, 200 * MiB);
 	}
+	/* Two steps down, counted. */
+	{
+		struct srsv_space_stats st;
+
+		ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+		ck_assert_uint_eq(st.clamp_lowered, 2);
+		ck_assert_uint_eq(st.clamp_raised, 0);
+	}
 	/* At 1 it stays 1: 301 MiB < 512 MiB, no run at all; force one
 	 * loop through a white-box run and check the bound. */
 	srsv__st(&s->clamp, 1);
@@ -556,6 +572,12 @@ START_TEST(test_clamp_lowered_after_one_loop_bounded)
 	srsv__st(&sim->ctx->preempt_busy, 1);
 	srsv__preempt_reclaim(s);
 	ck_assert_uint_eq(esim_snap(s).clamp, 1);
+	{
+		struct srsv_space_stats st;
+
+		ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+		ck_assert_uint_eq(st.clamp_lowered, 2);
+	}
 	esim_free(sim);
 }
 END_TEST

@@ -480,6 +480,12 @@ struct srsv_space_stats {
 	uint64_t pace_bw;
 	/** reclaimable space / the room it may take, per mille */
 	uint64_t pace_fill_pm;
+	/* The adaptive clamp of preemptive flushing (srsv_space_info::clamp). */
+	/** times the clamp went up: a ticket had to start the async flusher
+	 *  while dirty data outgrew writeback */
+	uint64_t clamp_raised;
+	/** times it came down after a preemptive run that was early enough */
+	uint64_t clamp_lowered;
 };
 
 /**
