@@ -37,6 +37,17 @@
  * tickets.  A page that already had a block on disk is copied on write:
  * the old block is pinned until the next commit (engine.c).
  *
+ * PREALLOCATED BLOCKS
+ *
+ * A page whose block was preallocated (fallocate) and never written is
+ * written in place, as btrfs writes into a PREALLOC extent
+ * (run_delalloc_nocow()): its data space was reserved and counted as used
+ * by the fallocate, so the write reserves no data and no quota for it,
+ * only the metadata of marking the extent written (one delayed item), and
+ * writeback neither allocates nor pins for it.  Such pages belong to an
+ * in-place extent, which holds no reservation.  A write into a
+ * preallocated range therefore gets no ENOSPC for data.
+ *
  * THE CACHE THROTTLE
  *
  * The cache holds at most cache_bytes of dirty pages.  A write that would
@@ -164,14 +175,20 @@ uint64_t sfs__delalloc_pages(const struct sinode *ino)
 	return n;
 }
 
-/* Pages of [first, last] that are not in the cache. */
+/* Pages of [first, last] that are not in the cache; *pre: of those, the
+ * preallocated ones. */
 static uint64_t count_missing(struct sinode *ino, uint64_t first,
-			      uint64_t last)
+			      uint64_t last, uint64_t *pre)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, p = 0;
 
-	for (uint64_t i = first; i <= last; i++)
-		n += !sfs__page_lookup(ino, i);
+	for (uint64_t i = first; i <= last; i++) {
+		if (!sfs__page_lookup(ino, i)) {
+			n++;
+			p += sfs__prealloc_test(ino, i);
+		}
+	}
+	*pre = p;
 	return n;
 }
 
@@ -202,10 +219,31 @@ static int extent_reserve(struct sfs *fs, struct sinode *ino, uint64_t pages,
 	return 0;
 }
 
+/* An extent for pages over preallocated blocks: no reservation. */
+static struct extent *extent_in_place(struct sinode *ino, uint64_t pages)
+{
+	struct extent *e = calloc(1, sizeof(*e) + pages * sizeof(e->pages[0]));
+
+	if (!e)
+		return NULL;
+	e->in_place = true;
+	e->cap = (uint32_t)pages;
+	e->ino = ino;
+	sfs__iget_ref(ino);
+	return e;
+}
+
 static void extent_free(struct sfs *fs, struct extent *e)
 {
 	sfs__iput(fs, e->ino);
 	free(e);
+}
+
+/* Give back what an extent reserved (nothing if in place). */
+static void extent_release(struct extent *e)
+{
+	if (!e->in_place)
+		SFS_MUST(srsv_delalloc_release(&e->resv));
 }
 
 /* Give back the reservations of extents that never got pages. */
@@ -215,7 +253,7 @@ static void extents_release(struct sfs *fs, struct extent *list)
 
 	for (; list; list = next) {
 		next = list->next;
-		SFS_MUST(srsv_delalloc_release(&list->resv));
+		extent_release(list);
 		extent_free(fs, list);
 	}
 }
@@ -321,8 +359,11 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 {
 	struct sinode *ino = f->ino;
 	struct extent *held_list = NULL, **held_tail = &held_list, *e;
+	struct extent *pre_e = NULL;	/* pages over preallocated blocks */
 	struct page **fresh = NULL;
-	uint64_t first, last, need, held = 0;
+	uint64_t first, last, need, pre, held = 0;
+	unsigned tries = 0;
+	bool item = false;		/* pre_e's delayed item reserved */
 	int ret;
 
 	if (!len)
@@ -371,21 +412,48 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 			pthread_mutex_unlock(&fs->wb_lock);
 			continue;
 		}
-		need = count_missing(ino, first, last);
-		if (need <= held)
+		need = count_missing(ino, first, last, &pre);
+		if (need - pre <= held && (!pre || (pre_e && pre_e->cap >= pre)))
 			break;
 		pthread_rwlock_unlock(&ino->lock);
-		if (nowait && held) {
+		if (nowait && tries) {
 			/* A NOWAIT writer gets one try. */
 			ret = -EAGAIN;
 			goto out_release;
 		}
-		ret = extent_reserve(fs, ino, need - held, nowait, &e);
-		if (ret)
-			goto out_release;
-		*held_tail = e;
-		held_tail = &e->next;
-		held = need;
+		tries++;
+		if (pre && !item) {
+			/* Preallocated pages: only the metadata of marking
+			 * their extent written. */
+			ret = nowait ? srsv_rsv_add(fs->delops, SFS_ITEM,
+						    SRSV_NO_FLUSH,
+						    SRSV_RESERVE_NOWAIT) :
+				       sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+			if (ret) {
+				if (nowait)
+					ret = -EAGAIN;
+				goto out_release;
+			}
+			item = true;
+		}
+		if (pre && (!pre_e || pre_e->cap < pre)) {
+			if (pre_e)
+				extent_free(fs, pre_e);
+			pre_e = extent_in_place(ino, pre);
+			if (!pre_e) {
+				ret = -ENOMEM;
+				goto out_release;
+			}
+		}
+		if (need - pre > held) {
+			ret = extent_reserve(fs, ino, need - pre - held,
+					     nowait, &e);
+			if (ret)
+				goto out_release;
+			*held_tail = e;
+			held_tail = &e->next;
+			held = need - pre;
+		}
 	}
 
 	/* Page lock held; need == held.  Everything that can fail comes
@@ -434,13 +502,20 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 			struct page *p = sfs__page_lookup(ino, i);
 
 			if (!p) {
+				struct extent *o;
+
 				p = fresh[k++];
 				p->index = i;
 				p->wb = false;
-				while (owner->nr_pages == owner->cap)
-					owner = owner->next;
-				p->owner = owner;
-				owner->pages[owner->nr_pages++] = p;
+				if (sfs__prealloc_test(ino, i)) {
+					o = pre_e;
+				} else {
+					while (owner->nr_pages == owner->cap)
+						owner = owner->next;
+					o = owner;
+				}
+				p->owner = o;
+				o->pages[o->nr_pages++] = p;
 				page_insert(ino, p);
 			} else {
 				absorbed++;
@@ -455,6 +530,13 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		atomic_fetch_add(&fs->absorbed_pages, absorbed);
 	}
 	free(fresh);
+	if (pre_e && pre_e->nr_pages) {
+		/* After the extents that pay for data: the FIFO order does
+		 * not matter for it. */
+		*held_tail = pre_e;
+		held_tail = &pre_e->next;
+		pre_e = NULL;
+	}
 	if (need) {
 		atomic_fetch_add(&fs->dirty_bytes, need * SFS_PAGE);
 		SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, (int64_t)(need * SFS_PAGE), 0));
@@ -475,12 +557,20 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		pthread_mutex_unlock(&fs->wb_lock);
 	}
 	pthread_rwlock_unlock(&ino->lock);
+	if (pre_e)
+		extent_free(fs, pre_e);	/* (not reached: pre pages exist) */
+	if (item)
+		sfs__item_queue(fs, ino, NULL, NULL, NULL);
 	pthread_mutex_unlock(&ino->wlock);
 	atomic_fetch_add(&fs->written, len);
 	return (ssize_t)len;
 
 out_release:
 	extents_release(fs, held_list);
+	if (pre_e)
+		extent_free(fs, pre_e);
+	if (item)
+		sfs__item_unreserve(fs);
 out_unlock:
 	pthread_mutex_unlock(&ino->wlock);
 	count_error(fs, ret, nowait);
@@ -643,7 +733,7 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 	struct sinode *ino = ev[0]->ino;
 	struct page *pages[WB_MAX_PAGES];
 	uint64_t meta_used = 0, pinned = 0, fresh = 0, freed = 0, bytes, size;
-	unsigned nr = 0;
+	unsigned nr = 0, pay = n;	/* pay: the first extent with a resv */
 	int err, ret;
 
 	for (unsigned k = 0; k < n; k++)
@@ -677,12 +767,16 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 		srsv_ctx_set_error(fs->ctx, -EIO);
 		for (unsigned k = 0; k < n; k++) {
 			freed += ev[k]->resv.meta_bytes;
-			SFS_MUST(srsv_delalloc_release(&ev[k]->resv));
+			extent_release(ev[k]);
 		}
 	} else {
 		pthread_mutex_lock(&fs->trans_lock);
 		for (unsigned i = 0; i < nr; i++) {
-			if (sfs__alloc_test(ino, pages[i]->index)) {
+			if (sfs__prealloc_test(ino, pages[i]->index)) {
+				/* Written in place: its block was
+				 * allocated and counted by fallocate. */
+				sfs__prealloc_clear(ino, pages[i]->index);
+			} else if (sfs__alloc_test(ino, pages[i]->index)) {
 				pinned++;	/* copy on write */
 			} else {
 				sfs__alloc_set(ino, pages[i]->index);
@@ -697,8 +791,14 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 		sfs__chunks_free_locked(fs, ino, pinned);
 		sfs__chunks_alloc_locked(fs, ino, fresh + pinned);
 		/* One copy of the file's leaf per transaction, paid by the
-		 * first extent; the others' item reservations all go back. */
-		meta_used = sfs__leaf_cow_locked(fs, ino);
+		 * first extent with a reservation; the others' item
+		 * reservations all go back.  (In-place extents' delayed items
+		 * copy the leaf themselves.) */
+		for (unsigned k = 0; k < n && pay == n; k++)
+			if (!ev[k]->in_place)
+				pay = k;
+		if (pay < n)
+			meta_used = sfs__leaf_cow_locked(fs, ino);
 		if (pinned)
 			sfs__pin_locked(fs, ino, pinned, 0);
 		if (ino->sync_trans != fs->trans) {
@@ -708,8 +808,10 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 			fs->trans_files = ino;
 		}
 		for (unsigned k = 0; k < n; k++) {
-			uint64_t used = k ? 0 : meta_used;
+			uint64_t used = k == pay ? meta_used : 0;
 
+			if (ev[k]->in_place)
+				continue;
 			freed += ev[k]->resv.meta_bytes - used;
 			ret = srsv_delalloc_finish(&ev[k]->resv, used);
 			if (ret) {
@@ -864,29 +966,74 @@ void sfs__writeback_inode(struct sfs *fs, struct sinode *ino)
 	wait_inode_extents(fs, ino);
 }
 
+/* Drop one extent taken off the FIFO: its pages leave the cache unwritten
+ * and its reservation goes back. */
+static void drop_extent(struct sfs *fs, struct sinode *ino, struct extent *e)
+{
+	uint64_t bytes = (uint64_t)e->nr_pages * SFS_PAGE;
+
+	pthread_rwlock_wrlock(&ino->lock);
+	for (uint32_t i = 0; i < e->nr_pages; i++) {
+		page_remove(ino, e->pages[i]);
+		free(e->pages[i]);
+	}
+	pthread_rwlock_unlock(&ino->lock);
+	extent_release(e);
+	SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, 0));
+	atomic_fetch_sub(&fs->dirty_bytes, bytes);
+	pthread_mutex_lock(&fs->wb_lock);
+	ino->nr_extents--;
+	fs->wb_gen++;
+	pthread_cond_broadcast(&fs->wb_cond);
+	pthread_mutex_unlock(&fs->wb_lock);
+	extent_free(fs, e);
+}
+
 void sfs__drop_inode_cache(struct sfs *fs, struct sinode *ino)
 {
 	struct extent *e = take_inode_extents(fs, ino), *next;
 
 	for (; e; e = next) {
-		uint64_t bytes = (uint64_t)e->nr_pages * SFS_PAGE;
+		next = e->next;
+		drop_extent(fs, ino, e);
+	}
+	wait_inode_extents(fs, ino);
+}
+
+void sfs__punch_cache(struct sfs *fs, struct sinode *ino, uint64_t first,
+		      uint64_t end)
+{
+	struct extent *e = take_inode_extents(fs, ino), *next;
+	struct extent *keep = NULL, **tail = &keep, *ev[WB_CLUSTER_EXTENTS];
+
+	for (; e; e = next) {
+		bool inside = e->nr_pages > 0;
 
 		next = e->next;
-		pthread_rwlock_wrlock(&ino->lock);
-		for (uint32_t i = 0; i < e->nr_pages; i++) {
-			page_remove(ino, e->pages[i]);
-			free(e->pages[i]);
+		e->next = NULL;
+		/* pages[] ascend: the first and the last decide. */
+		if (inside)
+			inside = e->pages[0]->index >= first &&
+				 e->pages[e->nr_pages - 1]->index < end;
+		if (inside) {
+			drop_extent(fs, ino, e);
+		} else {
+			*tail = e;
+			tail = &e->next;
 		}
-		pthread_rwlock_unlock(&ino->lock);
-		SFS_MUST(srsv_delalloc_release(&e->resv));
-		SFS_MUST(srsv_ctx_account_delalloc(fs->ctx, -(int64_t)bytes, 0));
-		atomic_fetch_sub(&fs->dirty_bytes, bytes);
-		pthread_mutex_lock(&fs->wb_lock);
-		ino->nr_extents--;
-		fs->wb_gen++;
-		pthread_cond_broadcast(&fs->wb_cond);
-		pthread_mutex_unlock(&fs->wb_lock);
-		extent_free(fs, e);
+	}
+	while (keep) {
+		unsigned n = 0;
+		uint64_t pages = 0;
+
+		while (keep && n < WB_CLUSTER_EXTENTS &&
+		       pages < WB_CLUSTER_PAGES) {
+			ev[n++] = keep;
+			pages += keep->nr_pages;
+			keep = keep->next;
+			ev[n - 1]->next = NULL;
+		}
+		writeback_cluster(fs, ev, n, NULL);
 	}
 	wait_inode_extents(fs, ino);
 }

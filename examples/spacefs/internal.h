@@ -80,8 +80,12 @@ struct page {
 struct extent {
 	struct extent *prev, *next;	/* FIFO of queued extents (wb_lock) */
 	struct sinode *ino;
-	struct srsv_delalloc_resv resv;
+	struct srsv_delalloc_resv resv;	/* empty if in_place */
 	bool queued;			/* on the FIFO (wb_lock) */
+	bool in_place;			/* pages over preallocated blocks:
+					 * no data reserved, written in
+					 * place; their metadata is a
+					 * delayed item */
 	uint32_t nr_pages;
 	uint32_t cap;
 	struct page *pages[];		/* ascending page index */
@@ -108,8 +112,13 @@ struct sinode {
 	size_t pht_size;		/* buckets, power of two */
 	size_t nr_pages;		/* dirty pages */
 	uint64_t *alloc;		/* allocated pages (bitmap) */
+	uint64_t *prealloc;		/* of those, preallocated and never
+					 * written (fallocate): written in
+					 * place, as btrfs writes into a
+					 * PREALLOC extent (same capacity) */
 	uint64_t alloc_bits;		/* bitmap capacity in pages */
 	uint64_t nr_alloc;		/* allocated pages */
+	uint64_t nr_prealloc;		/* preallocated pages */
 	struct timespec mtime;		/* last write, shown until written */
 	bool mtime_set;
 
@@ -301,6 +310,11 @@ void sfs__writeback_inode(struct sfs *fs, struct sinode *ino);
  * flight.  The file is being deleted.  Caller guarantees no writers. */
 void sfs__drop_inode_cache(struct sfs *fs, struct sinode *ino);
 void sfs__free_pages(struct sinode *ino);
+/* Punch pages [first, end): drop the dirty extents of @ino whose pages all
+ * lie in it (their reservations go back), write back the others; wait for
+ * extents in flight.  Caller holds ino->wlock. */
+void sfs__punch_cache(struct sfs *fs, struct sinode *ino, uint64_t first,
+		      uint64_t end);
 /* Dirty pages without a block yet (delayed allocation): what st_blocks
  * adds, as ext4 and btrfs count delalloc in i_blocks.  Caller holds
  * ino->lock. */
@@ -322,7 +336,15 @@ int sfs__alloc_reserve(struct sinode *ino, uint64_t pages);
 int sfs__alloc_set(struct sinode *ino, uint64_t page);
 void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
 			   uint64_t *cleared);
-/* Count allocated pages of an open file with SEEK_DATA / SEEK_HOLE. */
+/* Clear the allocated pages of [first, last]; returns how many were. */
+uint64_t sfs__alloc_clear_range(struct sinode *ino, uint64_t first,
+				uint64_t last);
+/* Preallocated (fallocate, never written) pages. */
+bool sfs__prealloc_test(const struct sinode *ino, uint64_t page);
+void sfs__prealloc_clear(struct sinode *ino, uint64_t page);
+/* Count the allocated pages of an open file, past EOF too (FIEMAP; SEEK_DATA
+ * / SEEK_HOLE up to @size where the file system has no FIEMAP); with @fill,
+ * set them in its bitmap, unwritten extents as preallocated. */
 int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
 		     struct sinode *fill);
 int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,

@@ -17,8 +17,11 @@
  * one from the table.
  *
  * Space at mount: the backing tree is scanned, each file's allocated pages
- * counted with SEEK_DATA / SEEK_HOLE (a file written through spacefs has
- * exactly the pages it wrote allocated), each inode's items counted in
+ * counted with FIEMAP (a file written through spacefs has exactly the
+ * pages it wrote or preallocated allocated; unwritten extents, which
+ * SEEK_DATA reports as holes on ext4, and blocks preallocated past EOF
+ * count; SEEK_DATA / SEEK_HOLE where FIEMAP is missing, as on tmpfs,
+ * whose fallocated pages SEEK_DATA does report), each inode's items counted in
  * the leaf of its number (SFS_LEAF_INODES consecutive numbers share one),
  * and the pools are created already holding that much used space.
  *
@@ -34,8 +37,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -103,9 +109,14 @@ int sfs__alloc_reserve(struct sinode *ino, uint64_t pages)
 	bits = sfs__max(pages, ino->alloc_bits * 2);
 	words = (bits + 63) / 64;
 	old_words = ino->alloc_bits / 64;
-	n = realloc(ino->alloc, words * sizeof(*n));
+	n = realloc(ino->prealloc, words * sizeof(*n));
 	if (!n)
 		return -ENOMEM;
+	memset(n + old_words, 0, (words - old_words) * sizeof(*n));
+	ino->prealloc = n;
+	n = realloc(ino->alloc, words * sizeof(*n));
+	if (!n)
+		return -ENOMEM;	/* the larger prealloc map is harmless */
 	memset(n + old_words, 0, (words - old_words) * sizeof(*n));
 	ino->alloc = n;
 	ino->alloc_bits = words * 64;
@@ -125,26 +136,183 @@ int sfs__alloc_set(struct sinode *ino, uint64_t page)
 	return 0;
 }
 
-void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
-			   uint64_t *cleared)
+bool sfs__prealloc_test(const struct sinode *ino, uint64_t page)
+{
+	return page < ino->alloc_bits &&
+	       (ino->prealloc[page / 64] >> (page % 64) & 1);
+}
+
+/* Mark an allocated page preallocated (bitmap already large enough). */
+static void prealloc_set(struct sinode *ino, uint64_t page)
+{
+	if (!sfs__prealloc_test(ino, page)) {
+		ino->prealloc[page / 64] |= UINT64_C(1) << (page % 64);
+		ino->nr_prealloc++;
+	}
+}
+
+void sfs__prealloc_clear(struct sinode *ino, uint64_t page)
+{
+	if (sfs__prealloc_test(ino, page)) {
+		ino->prealloc[page / 64] &= ~(UINT64_C(1) << (page % 64));
+		ino->nr_prealloc--;
+	}
+}
+
+uint64_t sfs__alloc_clear_range(struct sinode *ino, uint64_t first,
+				uint64_t last)
 {
 	uint64_t n = 0;
 
-	for (uint64_t p = page; p < ino->alloc_bits; p++) {
+	for (uint64_t p = first; p <= last && p < ino->alloc_bits; p++) {
 		if (sfs__alloc_test(ino, p)) {
 			ino->alloc[p / 64] &= ~(UINT64_C(1) << (p % 64));
+			sfs__prealloc_clear(ino, p);
 			n++;
 		}
 	}
 	ino->nr_alloc -= n;
-	*cleared = n;
+	return n;
+}
+
+void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
+			   uint64_t *cleared)
+{
+	*cleared = ino->alloc_bits ?
+		   sfs__alloc_clear_range(ino, page, ino->alloc_bits - 1) : 0;
+}
+
+/* Mark pages [first, end) allocated (and preallocated if @unwritten). */
+static int mark_pages(struct sinode *fill, uint64_t first, uint64_t end,
+		      bool unwritten)
+{
+	for (uint64_t p = first; p < end; p++) {
+		if (sfs__alloc_set(fill, p))
+			return -ENOMEM;
+		if (unwritten)
+			prealloc_set(fill, p);
+	}
+	return 0;
+}
+
+/* FIEMAP over pages [first, end): calls @fn for each mapped run of pages
+ * (clipped to the range, ascending, not overlapping).  -EOPNOTSUPP without
+ * FIEMAP. */
+static int fiemap_pages(int fd, uint64_t first, uint64_t end,
+			int (*fn)(void *arg, uint64_t first, uint64_t end,
+				  bool unwritten),
+			void *arg)
+{
+	enum { NR = 64 };
+	union {
+		struct fiemap fm;
+		unsigned char raw[sizeof(struct fiemap) +
+				  NR * sizeof(struct fiemap_extent)];
+	} u;
+	uint64_t start = first * SFS_PAGE, stop = end * SFS_PAGE;
+	uint64_t next_page = first;
+	bool last = false;
+	int ret;
+
+	while (!last && start < stop) {
+		memset(&u, 0, sizeof(u));
+		u.fm.fm_start = start;
+		u.fm.fm_length = stop - start;
+		u.fm.fm_extent_count = NR;
+		if (ioctl(fd, FS_IOC_FIEMAP, &u.fm))
+			return errno == EOPNOTSUPP || errno == ENOTTY ||
+			       errno == EINVAL ? -EOPNOTSUPP : -errno;
+		if (!u.fm.fm_mapped_extents)
+			break;
+		for (uint32_t i = 0; i < u.fm.fm_mapped_extents; i++) {
+			const struct fiemap_extent *x = &u.fm.fm_extents[i];
+			uint64_t a = sfs__max(x->fe_logical / SFS_PAGE,
+					      next_page);
+			uint64_t b = sfs__min((x->fe_logical + x->fe_length +
+					       SFS_PAGE - 1) / SFS_PAGE, end);
+
+			if (b > a) {
+				ret = fn(arg, a, b, x->fe_flags &
+					 FIEMAP_EXTENT_UNWRITTEN);
+				if (ret)
+					return ret;
+				next_page = b;
+			}
+			start = sfs__max(start, x->fe_logical + x->fe_length);
+			if (x->fe_flags & FIEMAP_EXTENT_LAST)
+				last = true;
+		}
+	}
+	return 0;
+}
+
+struct count_arg {
+	uint64_t count;
+	struct sinode *fill;
+};
+
+static int count_run(void *arg, uint64_t first, uint64_t end, bool unwritten)
+{
+	struct count_arg *c = arg;
+
+	c->count += end - first;
+	return c->fill ? mark_pages(c->fill, first, end, unwritten) : 0;
+}
+
+/* FIEMAP: every extent, past EOF too.  -EOPNOTSUPP without FIEMAP. */
+static int count_fiemap(int fd, uint64_t *pages, struct sinode *fill)
+{
+	struct count_arg c = { 0, fill };
+	int ret = fiemap_pages(fd, 0, FIEMAP_MAX_OFFSET / SFS_PAGE, count_run,
+			       &c);
+
+	if (!ret)
+		*pages = c.count;
+	return ret;
+}
+
+struct hole_arg {
+	struct sinode *n;
+	uint64_t next, cut;		/* next page not looked at */
+};
+
+/* Pages between two mapped runs are not allocated any more. */
+static int hole_run(void *arg, uint64_t first, uint64_t end, bool unwritten)
+{
+	struct hole_arg *h = arg;
+
+	(void)unwritten;
+	if (first > h->next)
+		h->cut += sfs__alloc_clear_range(h->n, h->next, first - 1);
+	h->next = end;
+	return 0;
+}
+
+/* After a punch or a truncate of pages [first, end) in the backing file:
+ * clear what the backing file system really freed (ext4 punches nothing
+ * past EOF, and frees every block past EOF at any truncate that does not
+ * grow the file, preallocated ones included); without FIEMAP, the whole
+ * range if @all.  Returns the pages cleared. */
+static uint64_t clear_freed(struct sinode *n, uint64_t first, uint64_t end,
+			    bool all)
+{
+	struct hole_arg h = { n, first, 0 };
+
+	if (fiemap_pages(n->fd, first, end, hole_run, &h))
+		return all ? sfs__alloc_clear_range(n, first, end - 1) : 0;
+	if (end > h.next)
+		h.cut += sfs__alloc_clear_range(n, h.next, end - 1);
+	return h.cut;
 }
 
 int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
 		     struct sinode *fill)
 {
 	uint64_t off = 0, count = 0, next_page = 0;
+	int ret = count_fiemap(fd, pages, fill);
 
+	if (ret != -EOPNOTSUPP)
+		return ret;
 	while (off < size) {
 		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
 		uint64_t first, end;
@@ -164,10 +332,10 @@ int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
 			h = (off_t)size;
 		first = sfs__max((uint64_t)d / SFS_PAGE, next_page);
 		end = ((uint64_t)h + SFS_PAGE - 1) / SFS_PAGE;
-		for (uint64_t p = first; p < end; p++) {
-			if (fill && sfs__alloc_set(fill, p))
+		if (end > first) {
+			if (fill && mark_pages(fill, first, end, false))
 				return -ENOMEM;
-			count++;
+			count += end - first;
 		}
 		next_page = sfs__max(next_page, end);
 		if ((uint64_t)h <= off)
@@ -302,6 +470,7 @@ static void ifree(struct sfs *fs, struct sinode *n)
 	sfs__free_pages(n);
 	sfs__chunks_forget(fs, n);
 	free(n->alloc);
+	free(n->prealloc);
 	pthread_mutex_destroy(&n->wlock);
 	pthread_rwlock_destroy(&n->lock);
 	free(n);
@@ -902,9 +1071,9 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 		sfs__item_unreserve(fs);
 		return ret;
 	}
-	if ((uint64_t)size < n->size && n->alloc_bits)
-		sfs__alloc_clear_from(n, ((uint64_t)size + SFS_PAGE - 1) /
-				      SFS_PAGE, &cut);
+	if (n->alloc_bits)
+		cut = clear_freed(n, ((uint64_t)size + SFS_PAGE - 1) / SFS_PAGE,
+				  n->alloc_bits, (uint64_t)size < n->size);
 	n->size = (uint64_t)size;
 	pthread_mutex_lock(&fs->trans_lock);
 	if (cut) {
@@ -945,6 +1114,205 @@ int sfs_truncate(struct sfs *fs, const char *path, off_t size)
 int sfs_ftruncate(struct sfs *fs, struct sfs_file *f, off_t size)
 {
 	return truncate_inode(fs, f->ino, size);
+}
+
+/* ---- fallocate ---- */
+
+/* Put @n on the running transaction's file list, so that the commit
+ * fdatasync()s it before it unpins anything (trans_lock held). */
+static void trans_file_add_locked(struct sfs *fs, struct sinode *n)
+{
+	if (n->sync_trans != fs->trans) {
+		n->sync_trans = fs->trans;
+		sfs__iget_ref(n);
+		n->trans_next = fs->trans_files;
+		fs->trans_files = n;
+	}
+}
+
+/*
+ * Preallocate [off, off + len) (mode 0 or FALLOC_FL_KEEP_SIZE), as
+ * btrfs_fallocate(): reserve data space for the part of the range that has
+ * no block yet (btrfs_alloc_data_chunk_ondemand() and the data qgroup
+ * reservation there: srsv_delalloc_reserve() here, data space, the
+ * tenant's quota and one extent item's metadata), fail before anything
+ * changed, then allocate the blocks (fallocate on the backing file) and
+ * count them as used (srsv_delalloc_finish(): may_use -> used, quota DATA
+ * -> used, the leaf copied once per transaction).  The pages are marked
+ * preallocated: a later write into one reserves no data (btrfs writes a
+ * PREALLOC extent in place), so it cannot get ENOSPC for data.
+ *
+ * The file's dirty pages are written back first (wlock held: no new
+ * ones), so that no page of the range is both dirty and newly allocated:
+ * its extent has reserved data for a block the fallocate would provide.
+ */
+static int prealloc_range(struct sfs *fs, struct sinode *n, int mode,
+			  off_t off, off_t len, uint64_t first, uint64_t last)
+{
+	struct srsv_quota *q = n->tenant >= 0 ?
+			       fs->tenants[n->tenant].quota : NULL;
+	struct srsv_delalloc_resv resv;
+	uint64_t missing = 0, fresh = 0, meta_used, end = (uint64_t)off + (uint64_t)len;
+	bool item = false, grow;
+	int ret;
+
+	sfs__writeback_inode(fs, n);
+	pthread_rwlock_wrlock(&n->lock);
+	ret = sfs__alloc_reserve(n, last + 1);
+	for (uint64_t p = first; !ret && p <= last; p++)
+		missing += !sfs__alloc_test(n, p);
+	grow = !(mode & FALLOC_FL_KEEP_SIZE) && end > n->size;
+	pthread_rwlock_unlock(&n->lock);
+	if (ret)
+		return ret;
+	if (missing) {
+		ret = srsv_delalloc_reserve(fs->ctx, q, missing * SFS_PAGE,
+					    SRSV_DELALLOC_NORMAL, &resv);
+		if (ret) {
+			if (ret == -ENOSPC)
+				atomic_fetch_add(&fs->enospc, 1);
+			else if (ret == -EDQUOT)
+				atomic_fetch_add(&fs->edquot, 1);
+			sfs__trace(fs, "fallocate_error err=%d bytes=%" PRIu64,
+				   ret, missing * SFS_PAGE);
+			return ret;
+		}
+	} else if (grow) {
+		/* Only the inode's size changes: one delayed item. */
+		ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+		if (ret)
+			return ret;
+		item = true;
+	} else {
+		return 0;	/* every block is there already */
+	}
+	if (fallocate(n->fd, mode, off, len)) {
+		ret = -errno;
+		if (missing)
+			SFS_MUST(srsv_delalloc_release(&resv));
+		if (item)
+			sfs__item_unreserve(fs);
+		return ret;
+	}
+	pthread_rwlock_wrlock(&n->lock);
+	pthread_mutex_lock(&fs->trans_lock);
+	for (uint64_t p = first; missing && p <= last; p++) {
+		if (!sfs__alloc_test(n, p)) {
+			sfs__alloc_set(n, p);	/* reserved above */
+			prealloc_set(n, p);
+			fresh++;
+		}
+	}
+	if (missing) {
+		fs->used_pages += fresh;
+		if (n->tenant >= 0)
+			fs->tenants[n->tenant].used_pages += fresh;
+		sfs__chunks_alloc_locked(fs, n, fresh);
+		meta_used = sfs__leaf_cow_locked(fs, n);
+		trans_file_add_locked(fs, n);
+		ret = srsv_delalloc_finish(&resv, meta_used);
+		if (ret || fresh != missing) {
+			sfs__trace(fs, "fallocate_finish_error err=%d fresh=%"
+				   PRIu64 " missing=%" PRIu64, ret, fresh,
+				   missing);
+			srsv_ctx_set_error(fs->ctx, ret ? ret : -EUCLEAN);
+			ret = 0;	/* the blocks are there */
+		}
+	}
+	pthread_mutex_unlock(&fs->trans_lock);
+	if (grow)
+		n->size = sfs__max(n->size, end);
+	pthread_rwlock_unlock(&n->lock);
+	if (item)
+		sfs__item_queue(fs, n, NULL, NULL, NULL);
+	sfs__trace(fs, "fallocate ino=%llu mode=%d off=%lld len=%lld fresh=%"
+		   PRIu64, (unsigned long long)n->ino, mode, (long long)off,
+		   (long long)len, fresh);
+	return 0;
+}
+
+/*
+ * Punch [off, off + len) (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE):
+ * dirty extents whose pages all lie in the hole are dropped with their
+ * reservations (as a delete drops them), the file's other dirty pages
+ * written back (a partial page at an edge must reach the backing file
+ * before the punch zeroes its part); then the backing file is punched and
+ * its blocks in the hole are pinned until the commit, as a truncate's.
+ * One delayed item (FLUSH_ALL_STEAL: freeing space must work on a full
+ * file system, as unlink).
+ */
+static int punch_range(struct sfs *fs, struct sinode *n, off_t off, off_t len)
+{
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	uint64_t full_first = ((uint64_t)off + SFS_PAGE - 1) / SFS_PAGE;
+	uint64_t full_end = end / SFS_PAGE, cut = 0;
+	int ret;
+
+	struct stat st;
+
+	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL_STEAL);
+	if (ret)
+		return ret;
+	sfs__punch_cache(fs, n, full_first, full_end);
+	pthread_rwlock_wrlock(&n->lock);
+	/* Dropped pages past the backing file's end: the size they gave the
+	 * file stays (KEEP_SIZE), as a hole. */
+	if (!fstat(n->fd, &st) && (uint64_t)st.st_size < n->size &&
+	    ftruncate(n->fd, (off_t)n->size))
+		ret = -errno;
+	if (!ret && fallocate(n->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      off, len))
+		ret = -errno;
+	if (ret) {
+		pthread_rwlock_unlock(&n->lock);
+		sfs__item_unreserve(fs);
+		return ret;
+	}
+	if (full_end > full_first)
+		cut = clear_freed(n, full_first, full_end, true);
+	pthread_mutex_lock(&fs->trans_lock);
+	if (cut) {
+		fs->used_pages -= cut;
+		if (n->tenant >= 0)
+			fs->tenants[n->tenant].used_pages -= cut;
+		sfs__pin_locked(fs, n, cut, 0);
+		sfs__chunks_free_locked(fs, n, cut);
+		trans_file_add_locked(fs, n);
+	}
+	pthread_mutex_unlock(&fs->trans_lock);
+	pthread_rwlock_unlock(&n->lock);
+	sfs__item_queue(fs, n, NULL, NULL, NULL);
+	sfs__trace(fs, "punch ino=%llu off=%lld len=%lld cut=%" PRIu64,
+		   (unsigned long long)n->ino, (long long)off, (long long)len,
+		   cut);
+	return 0;
+}
+
+int sfs_fallocate(struct sfs *fs, struct sfs_file *f, int mode, off_t off,
+		  off_t len)
+{
+	struct sinode *n = f->ino;
+	int ret;
+
+	if (mode != 0 && mode != FALLOC_FL_KEEP_SIZE &&
+	    mode != (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (off > INT64_MAX - len)
+		return -EFBIG;
+	if (!n->is_reg)
+		return -ENODEV;
+	pthread_mutex_lock(&n->wlock);
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		ret = punch_range(fs, n, off, len);
+	else
+		ret = prealloc_range(fs, n, mode, off, len,
+				     (uint64_t)off / SFS_PAGE,
+				     ((uint64_t)off + (uint64_t)len - 1) /
+				     SFS_PAGE);
+	pthread_mutex_unlock(&n->wlock);
+	return ret;
 }
 
 /* ---- files ---- */

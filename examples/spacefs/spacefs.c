@@ -318,6 +318,17 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	return h->file ? sfs_fsync(g_fs, h->file) : 0;
 }
 
+static int op_fallocate(const char *path, int mode, off_t off, off_t len,
+			struct fuse_file_info *fi)
+{
+	struct handle *h = fi ? handle_of(fi) : NULL;
+
+	(void)path;
+	if (!h || !h->file)
+		return -EOPNOTSUPP;	/* the control file */
+	return sfs_fallocate(g_fs, h->file, mode, off, len);
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		      off_t off, struct fuse_file_info *fi,
 		      enum fuse_readdir_flags flags)
@@ -402,6 +413,7 @@ static const struct fuse_operations ops = {
 	.flush = op_flush,
 	.release = op_release,
 	.fsync = op_fsync,
+	.fallocate = op_fallocate,
 	.readdir = op_readdir,
 	.fsyncdir = op_fsyncdir,
 	.access = op_access,

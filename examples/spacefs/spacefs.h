@@ -134,6 +134,18 @@ ssize_t sfs_read(struct sfs *fs, struct sfs_file *f, char *buf, size_t len,
  */
 ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		  size_t len, off_t off, bool nowait);
+/**
+ * fallocate(2): mode 0 and FALLOC_FL_KEEP_SIZE reserve data space (and the
+ * tenant's quota) for the pages of the range that have no block yet, as
+ * btrfs_fallocate() does, allocate them in the backing file and count them
+ * as used; later writes into them need no data space (written in place).
+ * FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE frees the range: dirty pages
+ * in it are dropped with their reservations, blocks are pinned until the
+ * commit, as a delete's.  -ENOSPC / -EDQUOT before anything changed;
+ * -EOPNOTSUPP for other modes; -EINVAL for a bad range.
+ */
+int sfs_fallocate(struct sfs *fs, struct sfs_file *f, int mode, off_t off,
+		  off_t len);
 /** Write back the file's dirty pages and commit. */
 int sfs_fsync(struct sfs *fs, struct sfs_file *f);
 

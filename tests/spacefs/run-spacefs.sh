@@ -25,6 +25,13 @@
 #              of the mount root round-trips, and in daemon mode the
 #              unmount result lands in the log and "spacefs --unmount"
 #              returns only after writeback.
+#   fallocate  fallocate(1) through the mount: preallocated space shows in
+#              du, st_blocks and df at once; writes into it on a full file
+#              system succeed; more than df shows fails with ENOSPC and
+#              changes nothing; a tenant's quota says EDQUOT; a punched
+#              hole comes back in df and, after the commit, in the pools;
+#              other modes are EOPNOTSUPP; the pools equal the backing
+#              usage before and after a remount.
 #   nowait     NOWAIT writes (RWF_NOWAIT where the kernel forwards it, the
 #              O_NONBLOCK descriptor where it does not) get EAGAIN, never
 #              ENOSPC or EDQUOT, when the cache is full, when the file system
@@ -37,7 +44,7 @@
 # every wait is bounded.
 set -u
 case ${1:-} in
--h|--help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '3,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --version)
 	sed -n "s/^  version: '\\([^']*\\)',\$/run-spacefs.sh (libspacersv) \\1/p" \
 		"$(dirname "$0")/../../meson.build"
@@ -451,7 +458,83 @@ scenario_usability() {
 	echo "PASS: usability"
 }
 
+scenario_fallocate() {
+	local avail0 avail1 used0 used1 out
+	command -v fallocate >/dev/null || skip "no fallocate(1)"
+	mount_fs "capacity=256M,meta=8M,cache=16M,commit=0,preempt=0,tenant=q:16M"
+	control sync
+	avail0=$(df_avail)
+	used0=$(ctl data.used)
+	run fallocate -l 64M "$MNT/pre" || fail "fallocate 64M"
+	avail1=$(df_avail)
+	[ "$(ctl data.used)" = $((used0 + (64 << 20))) ] ||
+		fail "data.used $used0 -> $(ctl data.used) after fallocate of 64 MiB"
+	[ "$avail1" = $((avail0 - (64 << 20))) ] ||
+		fail "df available $avail0 -> $avail1 after fallocate of 64 MiB"
+	[ "$(du -B1 "$MNT/pre" | cut -f1)" = $((64 << 20)) ] || fail "du of pre"
+	[ "$(stat -c %b "$MNT/pre")" = $((64 << 20 >> 9)) ] || fail "st_blocks of pre"
+	[ "$(stat -c %s "$MNT/pre")" = $((64 << 20)) ] || fail "size of pre"
+	echo "fallocate 64 MiB: df available $avail0 -> $avail1, du = st_blocks = 64 MiB"
+	# KEEP_SIZE: blocks past EOF.
+	: >"$MNT/keep"
+	run fallocate -n -l 1M "$MNT/keep" || fail "fallocate -n"
+	[ "$(stat -c %s "$MNT/keep")" = 0 ] || fail "KEEP_SIZE changed the size"
+	[ "$(stat -c %b "$MNT/keep")" = 2048 ] || fail "st_blocks of keep"
+	# More than df shows: ENOSPC, nothing changed.
+	avail1=$(df_avail)
+	used1=$(ctl data.used)
+	out=$(fallocate -l $((avail1 + (1 << 20))) "$MNT/toobig" 2>&1) &&
+		fail "fallocate past df's available succeeded"
+	case $out in *"No space left"*) ;; *) fail "fallocate too big: $out" ;; esac
+	[ "$(df_avail)" = "$avail1" ] || fail "df changed by a failed fallocate"
+	[ "$(ctl data.used)" = "$used1" ] || fail "data.used changed by a failed fallocate"
+	[ "$(ctl data.may_use)" = 0 ] || fail "data.may_use $(ctl data.may_use) after a failed fallocate"
+	[ "$(stat -c %b "$MNT/toobig")" = 0 ] || fail "blocks left by a failed fallocate"
+	echo "fallocate of df's available + 1 MiB: $out; df, data.used unchanged"
+	# The tenant's quota.
+	out=$(fallocate -l 32M "$MNT/q/f" 2>&1) && fail "fallocate past the quota succeeded"
+	case $out in *"quota"*) ;; *) fail "fallocate past the quota: $out" ;; esac
+	run fallocate -l 8M "$MNT/q/f" || fail "fallocate within the quota"
+	echo "tenant q (16 MiB): 32 MiB $out; 8 MiB ok"
+	# Other modes.
+	out=$(fallocate -z -l 1M "$MNT/pre" 2>&1) && fail "zero range succeeded"
+	case $out in *"not supported"*) ;; *) fail "zero range: $out" ;; esac
+	# Fill the rest, then write the whole preallocated range.
+	out=$(run "$CLIENT" fill "$MNT/fill" 1M) || fail "fill"
+	[ "$(value errno "$out")" = ENOSPC ] || fail "fill: $out"
+	run dd if=/dev/urandom of="$MNT/pre" bs=1M count=64 conv=notrunc,fsync 		status=none || fail "write into the preallocated range on a full file system"
+	run dd if=/dev/urandom of="$MNT/q/f" bs=1M count=8 conv=notrunc,fsync 		status=none || fail "write into the tenant's preallocated range"
+	echo "full file system ($out): 64 MiB written into the preallocated range"
+	# Punch: back in df at once, in the pools at the commit.
+	run rm "$MNT/fill" || fail "rm fill"
+	run sync "$MNT" || fail sync
+	avail0=$(df_avail)
+	used0=$(ctl data.used)
+	# (python: fallocate(1) fsyncs at close, which commits at once.)
+	run python3 -c 'import ctypes, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+# FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+if libc.fallocate(fd, 3, 4 << 20, 16 << 20):
+    sys.exit(os.strerror(ctypes.get_errno()))
+os.close(fd)' "$MNT/pre" || fail "punch"
+	[ "$(ctl data.pinned)" = $((16 << 20)) ] || fail "data.pinned $(ctl data.pinned) after the punch"
+	[ "$(df_avail)" = $((avail0 + (16 << 20))) ] || fail "df after the punch"
+	run sync "$MNT" || fail sync
+	[ "$(ctl data.used)" = $((used0 - (16 << 20))) ] || fail "data.used after the punch's commit"
+	[ "$(stat -c %b "$MNT/pre")" = $((48 << 20 >> 9)) ] || fail "st_blocks after the punch"
+	[ "$(stat -c %s "$MNT/pre")" = $((64 << 20)) ] || fail "the punch changed the size"
+	echo "punch of 16 MiB: df $avail0 -> $(df_avail), data.used $used0 -> $(ctl data.used)"
+	check_at_rest
+	umount_fs
+	mount_fs "capacity=256M,meta=8M,cache=16M,commit=0,preempt=0,tenant=q:16M"
+	check_at_rest
+	umount_fs
+	echo "PASS: fallocate"
+}
+
 case "$SCENARIO" in
-integrity|fill|quota|nowait|usability) "scenario_$SCENARIO" ;;
+integrity|fill|quota|nowait|usability|fallocate) "scenario_$SCENARIO" ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "spacefs.h"
@@ -702,6 +703,298 @@ START_TEST(test_small_files_share_leaves)
 }
 END_TEST
 
+/* ---- fallocate ---- */
+
+static uint64_t df_avail(struct sfs *fs)
+{
+	struct statvfs st;
+
+	ck_assert_int_eq(sfs_statfs(fs, &st), 0);
+	return (uint64_t)st.f_bavail * st.f_frsize;
+}
+
+static uint64_t backing_blocks(struct tmpfs *t, const char *rel)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", t->dir, rel);
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/*
+ * Mode 0 and KEEP_SIZE: the range is counted as used at once (df, pools,
+ * st_blocks), a write into it on a full file system succeeds (written in
+ * place: no data reserved, no copy on write), and the remount scan counts
+ * the preallocated blocks, past EOF too, exactly.
+ */
+START_TEST(test_fallocate_then_write)
+{
+	struct tmpfs t;
+	struct sfs_file *f, *g, *k;
+	static char buf[64 * KiB], back[64 * KiB];
+	uint64_t used0, avail0, off = 0, used_full;
+	struct stat st;
+	ssize_t n;
+
+	setup(&t, 64 * MiB, 4 * MiB, 4 * MiB);
+	do_mount(&t);
+	used0 = snap(t.fs, "data.used");
+	avail0 = df_avail(t.fs);
+	f = create(t.fs, "/pre");
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0, 16 * MiB), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 16 * MiB);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), 0);
+	ck_assert_uint_eq(df_avail(t.fs), avail0 - 16 * MiB);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, 16 * MiB);
+	ck_assert_uint_eq((uint64_t)st.st_blocks * 512, 16 * MiB);
+	/* Again over the same range: nothing more is used. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 4096, 8 * MiB), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 16 * MiB);
+	/* KEEP_SIZE past EOF of another file. */
+	k = create(t.fs, "/keep");
+	ck_assert_int_eq(sfs_fallocate(t.fs, k, FALLOC_FL_KEEP_SIZE, 0,
+				       1 * MiB + 1), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"),
+			  used0 + 17 * MiB + 4096);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, k, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, 0);
+	sfs_release(t.fs, k);
+
+	/* Fill everything else. */
+	g = create(t.fs, "/fill");
+	while ((n = sfs_write(t.fs, g, buf, sizeof(buf), (off_t)off, false)) > 0)
+		off += (uint64_t)n;
+	ck_assert_int_eq(n, -ENOSPC);
+	sfs_release(t.fs, g);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	used_full = snap(t.fs, "data.used");
+	/* Every byte of the preallocated range can be written now. */
+	for (uint64_t o = 0; o < 16 * MiB; o += sizeof(buf)) {
+		fill_pattern(buf, sizeof(buf), (unsigned)(o >> 16));
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), (off_t)o,
+					   false), sizeof(buf));
+	}
+	/* A block that was written once is copied on write again: that
+	 * write needs data space, which a full file system does not have. */
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used_full);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	sfs_release(t.fs, f);
+	do_unmount(&t);
+
+	do_mount(&t);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used_full);
+	ck_assert_int_eq(sfs_open(t.fs, "/pre", O_RDWR, &f), 0);
+	for (uint64_t o = 0; o < 16 * MiB; o += sizeof(buf)) {
+		fill_pattern(buf, sizeof(buf), (unsigned)(o >> 16));
+		ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), (off_t)o),
+				 sizeof(back));
+		ck_assert_mem_eq(buf, back, sizeof(buf));
+	}
+	sfs_release(t.fs, f);
+	/* The blocks past EOF are still the file's, and still
+	 * preallocated: written into after the remount, in place. */
+	ck_assert_int_eq(sfs_open(t.fs, "/keep", O_RDWR, &k), 0);
+	ck_assert_int_eq(sfs_write(t.fs, k, buf, sizeof(buf), 0, false),
+			 sizeof(buf));
+	sfs_release(t.fs, k);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used_full);
+	ck_assert_uint_eq(backing_blocks(&t, "keep"), 1 * MiB + 4096);
+	teardown(&t);
+}
+END_TEST
+
+/* More than df shows: ENOSPC, and nothing changed.  What df shows, less
+ * the metadata it costs: granted. */
+START_TEST(test_fallocate_enospc)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	uint64_t avail0, used0, may0, mmay0;
+	struct stat st;
+
+	setup(&t, 64 * MiB, 4 * MiB, 4 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/big");
+	avail0 = df_avail(t.fs);
+	used0 = snap(t.fs, "data.used");
+	may0 = snap(t.fs, "data.may_use");
+	mmay0 = snap(t.fs, "meta.may_use");
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0, (off_t)(avail0 + 4096)),
+			 -ENOSPC);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 0,
+				       64 * MiB), -ENOSPC);
+	ck_assert_uint_eq(df_avail(t.fs), avail0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), may0);
+	ck_assert_uint_eq(snap(t.fs, "meta.may_use"), mmay0);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, 0);
+	ck_assert_uint_eq(backing_blocks(&t, "big"), 0);
+	/* Bad input: nothing changes either. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_ZERO_RANGE, 0, 4096),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_PUNCH_HOLE, 0, 4096),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_COLLAPSE_RANGE, 0,
+				       4096), -EOPNOTSUPP);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0, 0), -EINVAL);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, -1, 4096), -EINVAL);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, INT64_MAX - 10, 4096),
+			 -EFBIG);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0);
+	/* What df promised (less a metadata chunk it may take). */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0,
+				       (off_t)(avail0 - 4 * MiB)), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + avail0 - 4 * MiB);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), 0);
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
+/* The tenant's quota: EDQUOT before anything changed; within the quota the
+ * range is charged, and writes into it are not charged again. */
+START_TEST(test_fallocate_edquot)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[64 * KiB];
+	uint64_t used0;
+
+	setup(&t, 64 * MiB, 4 * MiB, 4 * MiB);
+	t.cfg.nr_tenants = 1;
+	strcpy(t.cfg.tenants[0].name, "t");
+	t.cfg.tenants[0].limit = 4 * MiB;
+	do_mount(&t);
+	f = create(t.fs, "/t/f");
+	used0 = snap(t.fs, "data.used");
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0, 8 * MiB), -EDQUOT);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), 0);
+	ck_assert_uint_eq(backing_blocks(&t, "t/f"), 0);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 0, 3 * MiB), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 3 * MiB);
+	/* The rest of the quota is not enough for another 3 MiB. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 3 * MiB, 3 * MiB), -EDQUOT);
+	/* Writing the preallocated 3 MiB costs no quota. */
+	for (uint64_t o = 0; o < 3 * MiB; o += sizeof(buf))
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), (off_t)o,
+					   false), sizeof(buf));
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 3 * MiB);
+	sfs_release(t.fs, f);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 3 * MiB);
+	teardown(&t);
+}
+END_TEST
+
+/* Punch: written blocks are pinned and come back at the commit; dirty
+ * pages in the hole are dropped with their reservations; partial pages at
+ * the edges are zeroed; the remount agrees. */
+START_TEST(test_punch_hole)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	static char buf[1 * MiB], back[1 * MiB], zero[1 * MiB];
+	uint64_t used0, used1, avail1;
+
+	setup(&t, 64 * MiB, 4 * MiB, 16 * MiB);
+	do_mount(&t);
+	used0 = snap(t.fs, "data.used");
+	f = create(t.fs, "/p");
+	for (unsigned i = 0; i < 8; i++) {
+		fill_pattern(buf, sizeof(buf), i);
+		ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf),
+					   (off_t)(i * MiB), false), sizeof(buf));
+	}
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 8 * MiB);
+	avail1 = df_avail(t.fs);
+	/* From 100 bytes before 2 MiB to 100 bytes after 4 MiB: the 512
+	 * pages fully inside go, the two partial ones are zeroed in part. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f,
+				       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       2 * MiB - 100, 2 * MiB + 200), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 2 * MiB);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 6 * MiB);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+	ck_assert_uint_eq(df_avail(t.fs), avail1 + 2 * MiB);
+	/* Dirty pages in a hole: dropped, reservation given back. */
+	fill_pattern(buf, sizeof(buf), 99);
+	ck_assert_int_eq(sfs_write(t.fs, f, buf, sizeof(buf), 8 * MiB, false),
+			 sizeof(buf));
+	ck_assert_uint_gt(snap(t.fs, "data.may_use"), 0);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f,
+				       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       8 * MiB, 1 * MiB), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), 0);
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 0);
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 8 * MiB),
+			 sizeof(back));
+	ck_assert_mem_eq(back, zero, sizeof(back));
+	/* The hole reads as zeros, its edges keep their data. */
+	fill_pattern(buf, sizeof(buf), 1);
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 1 * MiB),
+			 sizeof(back));
+	ck_assert_mem_eq(back, buf, sizeof(buf) - 100);
+	ck_assert_mem_eq(back + sizeof(buf) - 100, zero, 100);
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 2 * MiB),
+			 sizeof(back));
+	ck_assert_mem_eq(back, zero, sizeof(back));
+	fill_pattern(buf, sizeof(buf), 4);
+	ck_assert_int_eq(sfs_read(t.fs, f, back, sizeof(back), 4 * MiB),
+			 sizeof(back));
+	ck_assert_mem_eq(back, zero, 100);
+	ck_assert_mem_eq(back + 100, buf + 100, sizeof(buf) - 100);
+	/* Punch preallocated blocks too. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, 10 * MiB, 2 * MiB), 0);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f,
+				       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       10 * MiB, 1 * MiB), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 7 * MiB);
+	/* Past EOF the backing file system decides (ext4 punches nothing
+	 * beyond i_size, xfs does): spacefs counts what it freed. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 12 * MiB,
+				       1 * MiB), 0);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f,
+				       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       12 * MiB, 1 * MiB), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	used1 = snap(t.fs, "data.used");
+	ck_assert_uint_ge(used1, used0 + 7 * MiB);
+	ck_assert_uint_le(used1, used0 + 8 * MiB);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	/* A truncate to the same size frees blocks past EOF on ext4. */
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE, 14 * MiB,
+				       1 * MiB), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used1 + 1 * MiB);
+	ck_assert_int_eq(sfs_ftruncate(t.fs, f, 12 * MiB), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	used1 = snap(t.fs, "data.used");
+	ck_assert_uint_ge(used1, used0 + 7 * MiB);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	sfs_release(t.fs, f);
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used1);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/p"), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0);
+	teardown(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("spacefs-engine");
@@ -719,6 +1012,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_small_files_share_leaves);
 	tcase_add_test(tc, test_fd_budget);
 	tcase_add_test(tc, test_pace_bad);
+	tcase_add_test(tc, test_fallocate_then_write);
+	tcase_add_test(tc, test_fallocate_enospc);
+	tcase_add_test(tc, test_fallocate_edquot);
+	tcase_add_test(tc, test_punch_hole);
 	/* Without and with preemptive flushing, then with pacing. */
 	tcase_add_loop_test(tc, test_concurrent_writers, 0, 3);
 	suite_add_tcase(s, tc);
