@@ -94,6 +94,15 @@
  *   The asynchronous ticket API (srsv_ticket_reserve()) is not paced.
  * - One delay is at most pace_max_delay_ns (10 ms by default; Linux caps
  *   a pause at 200 ms, HZ / 5): pacing smooths, the tickets stop.
+ * - One delay is at least 50 µs (SRSV__PACE_QUANTUM_NS, Linux's default
+ *   timer slack): a shorter one is not slept, its slot stays booked, and
+ *   the delays add up on the clock until a reservation finds its slot
+ *   that far away and sleeps for all of them.  The rate holds and a
+ *   writer is at most one quantum early; the pauses are fewer, each
+ *   bounded.  (Measured on the stall benchmark, writers' timer slack at
+ *   1 ns: the paced p99 went from 505 µs, spread 300-710, to 194 µs,
+ *   spread 193-194: fewer wake-ups for a loaded machine to serve late.)
+ *   The library leaves the caller's timer slack alone.
  *
  * NOWAIT
  *
@@ -124,6 +133,12 @@
 #define SRSV__PACE_CHUNK_NS (1000ull * 1000)
 #define SRSV__PACE_DEFAULT_MAX_NS (10ull * 1000 * 1000)
 #define SRSV__PACE_BANK_NS (1000ull * 1000)
+/*
+ * The shortest delay slept: Linux's default timer slack.  A shorter sleep
+ * takes about the slack anyway (it doubled the delays of a 25 µs slot),
+ * and every sleep is a wake-up a loaded machine may serve late.
+ */
+#define SRSV__PACE_QUANTUM_NS (50ull * 1000)
 /* A longer window is a quiet period: it restarts the measurement. */
 #define SRSV__PACE_QUIET_NS (2 * SRSV__PACE_WINDOW_NS)
 
@@ -363,8 +378,19 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 		srsv__trace_pace(s, bytes, delay, 0, bw, fill, true);
 		return 0;
 	}
-	if (!delay)
+	/*
+	 * A delay shorter than the quantum is not slept: the slot stays
+	 * booked, so the next reservation waits behind it and the rate
+	 * holds; this writer is at most a quantum early.  Small delays add
+	 * up on the clock until one reservation finds its slot a quantum or
+	 * more away and sleeps for all of them (balance_dirty_pages()
+	 * likewise lets a task dirty nr_dirtied_pause pages between pauses).
+	 */
+	if (delay < SRSV__PACE_QUANTUM_NS) {
+		if (delay)
+			AO_fetch_and_add1(&p->stat_short);
 		return 0;
+	}
 	/* Counted while asleep: shutdown waits for us (and wakes us). */
 	if (!srsv__ctx_enter(ctx))
 		return 0;
@@ -408,6 +434,7 @@ void srsv__pace_get_stats(struct srsv_space *s, struct srsv__pace_stats *st)
 	st->nowait = srsv__ld(&p->stat_nowait);
 	st->nowait_ns = srsv__ld(&p->stat_nowait_ns);
 	st->quiet = srsv__ld(&p->stat_quiet);
+	st->short_delays = srsv__ld(&p->stat_short);
 	st->bw = srsv__ld(&p->bw);
 	st->fill_pm = fill_pm(s, &held);
 }

@@ -34,12 +34,14 @@ struct srsv__pace {
 	volatile AO_t stat_nowait;	/* NOWAIT admitted instead of slept */
 	volatile AO_t stat_nowait_ns;	/* the delay they would have slept */
 	volatile AO_t stat_quiet;	/* windows skipped as quiet periods */
+	volatile AO_t stat_short;	/* delays under the quantum, not slept */
 };
 
 /* The pacing counters, for tests and (later) the snapshot. */
 struct srsv__pace_stats {
 	uint64_t paced, delay_ns, max_delay_ns, eased, nowait, nowait_ns;
 	uint64_t quiet;			/* windows skipped as quiet */
+	uint64_t short_delays;		/* under the quantum: not slept */
 	uint64_t bw;			/* reclaim bandwidth estimate, B/s */
 	uint64_t fill_pm;		/* reclaimable / room, per mille */
 };

@@ -556,6 +556,130 @@ START_TEST(test_commit_when_pinned_holds_pacing)
 }
 END_TEST
 
+/*
+ * Delays under the quantum (50 µs) are not slept: each slot stays booked,
+ * so they add up on the clock until one reservation finds its slot a
+ * quantum or more away and sleeps for all of them.
+ */
+START_TEST(test_short_delays_add_up)
+{
+	const uint64_t small = 16 << 10;
+	struct srsv__pace_stats st;
+	uint64_t t0, cost;
+	unsigned sleeps;
+
+	measure_500();
+	/* Pays the slot measure_500() booked (0.52 ms): the clock is now. */
+	ck_assert_int_eq(srsv_space_reserve(meta, small, SRSV_FLUSH_ALL, 0),
+			 0);
+	ck_assert_uint_eq(stats().paced, 1);
+	sleeps = fake_sleeps;
+	t0 = fake_now;
+	/* 16 KiB at ~59% and 500 MiB/s: ~24 µs a slot.  The next two find
+	 * their slots one and two slots away: not slept. */
+	cost = cost_ns(small, 590);
+	ck_assert_uint_lt(2 * cost, 50 * 1000);
+	ck_assert_uint_ge(3 * cost_ns(small, 580), 50 * 1000);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, small, SRSV_FLUSH_ALL,
+						    0), 0);
+	ck_assert_uint_eq(fake_sleeps, sleeps);
+	ck_assert_uint_eq(fake_now, t0);
+	st = stats();
+	ck_assert_uint_eq(st.short_delays, 2);
+	ck_assert_uint_eq(st.paced, 1);
+	/* The third is three slots away: it sleeps for all of them, once. */
+	ck_assert_int_eq(srsv_space_reserve(meta, small, SRSV_FLUSH_ALL, 0),
+			 0);
+	ck_assert_uint_eq(fake_sleeps, sleeps + 1);
+	ck_assert_uint_ge(fake_now - t0, 3 * cost_ns(small, 580));
+	ck_assert_uint_le(fake_now - t0, 3 * cost_ns(small, 600));
+	ck_assert_uint_eq(stats().paced, 2);
+	ck_assert_uint_eq(stats().short_delays, 2);
+}
+END_TEST
+
+/* pace_max_delay_ns bounds every delay, and how far the clock runs ahead. */
+START_TEST(test_custom_max_delay)
+{
+	const uint64_t q = MIB / 4;
+	uint64_t t0;
+
+	srsv_ctx_destroy(ctx);
+	ctx = make_ctx(50, 2 * MS, SRSV_CTX_MANUAL);
+	meta = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	measure_500();
+	/* Pays the slot measure_500() booked. */
+	ck_assert_int_eq(srsv_space_reserve(meta, q, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, 40 * MIB + q, SRSV_NO_FLUSH,
+					    0), 0);
+	/* 99% held: a 256 KiB slot would be ~4 ms (pos_ratio 0.12), more
+	 * than the 2 ms cap.  A NOWAIT books it without sleeping... */
+	ck_assert_uint_gt(cost_ns(q, 990), 2 * MS);
+	t0 = fake_now;
+	ck_assert_int_eq(srsv_space_reserve(meta, q, SRSV_FLUSH_ALL,
+					    SRSV_RESERVE_NOWAIT), 0);
+	ck_assert_uint_eq(fake_now, t0);
+	/* ...and the clock runs 2 ms ahead, not 4 nor the default 10: the
+	 * next writer sleeps exactly 2 ms. */
+	ck_assert_int_eq(srsv_space_reserve(meta, q, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(fake_now - t0, 2 * MS);
+	ck_assert_uint_eq(stats().max_delay_ns, 2 * MS);
+	ck_assert_uint_eq(stats().paced, 2);
+}
+END_TEST
+
+/*
+ * A paced writer keeps the strict order: it is charged before it sleeps
+ * (nobody can take its bytes meanwhile), a ticket queued while it sleeps
+ * waits behind it, and no FLUSH_ALL reservation (paced or not) passes
+ * the queued ticket, even one that would fit.
+ */
+static struct srsv_ticket fifo_ticket;
+static uint64_t fifo_may_use_in_sleep;
+
+static void fifo_during_sleep(void)
+{
+	struct srsv_space_info info;
+
+	sleep_hook = NULL;
+	ck_assert_int_eq(srsv_space_snapshot(meta, &info, NULL, 0, NULL), 0);
+	fifo_may_use_in_sleep = info.may_use;
+	/* Fill what is left, then queue a 2 MiB ticket. */
+	ck_assert_int_eq(srsv_space_reserve(meta, 100 * MIB - info.may_use,
+					    SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_ticket_reserve(meta, &fifo_ticket, 2 * MIB,
+					     SRSV_FLUSH_ALL, 0), -EINPROGRESS);
+}
+
+START_TEST(test_fifo_with_tickets)
+{
+	struct srsv_space_info info;
+	uint64_t before;
+
+	measure_500();
+	ck_assert_int_eq(srsv_space_snapshot(meta, &info, NULL, 0, NULL), 0);
+	before = info.may_use;
+	sleep_hook = fifo_during_sleep;
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	/* It held its MiB while it slept. */
+	ck_assert_uint_eq(fifo_may_use_in_sleep, before + MIB);
+	ck_assert_uint_eq(stats().paced, 1);
+	ck_assert_int_eq(srsv_ticket_wait(&fifo_ticket, 0), -EINPROGRESS);
+	/* 1 MiB comes back: the ticket needs 2, and a 1 MiB FLUSH_ALL that
+	 * would fit must not pass it. */
+	ck_assert_int_eq(srsv_space_release(meta, MIB), 0);
+	ck_assert_int_ne(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+					    SRSV_RESERVE_NOWAIT), 0);
+	ck_assert_int_eq(srsv_ticket_wait(&fifo_ticket, 0), -EINPROGRESS);
+	/* The second MiB grants the ticket, first in line. */
+	ck_assert_int_eq(srsv_space_release(meta, MIB), 0);
+	ck_assert_int_eq(srsv_ticket_wait(&fifo_ticket, 0), 0);
+	ck_assert_int_eq(srsv_space_snapshot(meta, &info, NULL, 0, NULL), 0);
+	ck_assert_uint_eq(info.may_use, 100 * MIB);
+}
+END_TEST
+
 /* Nothing reclaimed: nobody is paced (the tickets still protect). */
 START_TEST(test_unmeasured_not_paced)
 {
@@ -717,6 +841,9 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_estimate_below_setpoint);
 	tcase_add_test(det, test_full_longest_delay);
 	tcase_add_test(det, test_quiet_window_skipped);
+	tcase_add_test(det, test_short_delays_add_up);
+	tcase_add_test(det, test_custom_max_delay);
+	tcase_add_test(det, test_fifo_with_tickets);
 	tcase_add_test(det, test_excess_past_freerun);
 	tcase_add_test(det, test_commit_when_pinned_holds_pacing);
 	tcase_add_test(thr, test_threads_paced);
