@@ -448,8 +448,10 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 	struct srsv__async_args a = { q, fn, arg, UINT64_MAX };
 	int ret;
 
-	if (!q || !s || !ticket || s->ctx != q->ctx || flags || !timeout_ns)
+	if (!q || !s || !ticket)
 		return -EINVAL;
+	if (s->ctx != q->ctx || flags || !timeout_ns)
+		return srsv__refused(s, SRSV_REFUSED_ASYNC, bytes);
 	if (timeout_ns != UINT64_MAX) {
 		uint64_t now = srsv__now_ns();
 

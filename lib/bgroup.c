@@ -196,6 +196,13 @@ static struct srsv_space *pool_space(struct srsv_ctx *ctx, int pool)
 	return srsv_ctx_space(ctx, (enum srsv_pool)pool);
 }
 
+/* Count and trace a refused block-group call on @s (stats.c, NULL: not
+ * counted); returns -EINVAL. */
+static int bg_refused(struct srsv_space *s, uint64_t bytes)
+{
+	return srsv__refused(s, SRSV_REFUSED_BGROUP, bytes);
+}
+
 /* ---- configuration ---- */
 
 SRSV__EXPORT int srsv_bgroup_config_init(struct srsv_bgroup_config *cfg)
@@ -647,6 +654,8 @@ SRSV__EXPORT int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 		g->unused = false;
 	}
 	srsv__unlock(&bgs->lock);
+	if (ret == -EINVAL)
+		bg_refused(pool_space(ctx, pool), bytes);
 	return ret;
 }
 
@@ -701,6 +710,8 @@ SRSV__EXPORT int srsv_bgroup_free(struct srsv_ctx *ctx, enum srsv_pool pool,
 		mark_candidate(bgs, g);
 out:
 	srsv__unlock(&bgs->lock);
+	if (ret == -EINVAL)
+		bg_refused(pool_space(ctx, pool), bytes);
 	return ret;
 }
 
@@ -894,6 +905,8 @@ SRSV__EXPORT int srsv_bgroup_remove(struct srsv_ctx *ctx, enum srsv_pool pool,
 	else
 		ret = give_back(bgs, pos);
 	srsv__unlock(&bgs->lock);
+	if (ret == -EINVAL)
+		return bg_refused(s, start);
 	if (!ret)
 		srsv__grant_metadata_tickets(ctx);
 	return ret;
@@ -992,13 +1005,18 @@ SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 {
 	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv__bg *g;
+	struct srsv_space *s = NULL;
 	int ret = 0;
 
-	if (!bgs || result > 0)
+	if (!bgs)
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
 	g = lookup(bgs, start, NULL);
-	if (!g)
+	if (g)
+		s = g->space;
+	if (result > 0)
+		ret = -EINVAL;
+	else if (!g)
 		ret = -ENOENT;
 	else if (g->start != start || !g->taken)
 		ret = -EINVAL;
@@ -1007,6 +1025,8 @@ SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 	else
 		reclaim_end(bgs, g, result);
 	srsv__unlock(&bgs->lock);
+	if (ret == -EINVAL)
+		return bg_refused(s, start);
 	return ret;
 }
 

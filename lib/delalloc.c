@@ -76,6 +76,9 @@
 #include "trace.h"
 
 #define DELALLOC_MAGIC 0x64616c6cu	/* "dall" */
+/* Ended (released, finished, failed completion): holds nothing, keeps its
+ * ctx, so that a second end is counted as a refusal on the ctx's pool. */
+#define DELALLOC_ENDED_MAGIC 0x64616e64u	/* "dand" */
 
 /*
  * The fallible steps, in order (fault injection names them): those of
@@ -166,6 +169,29 @@ static struct srsv_space *meta_space(struct srsv_ctx *ctx)
 	return srsv_ctx_space(ctx, SRSV_POOL_METADATA);
 }
 
+/* Count and trace a refused delalloc call on @ctx's DATA (or MIXED) pool
+ * (stats.c); returns -EINVAL. */
+static int delalloc_refused(struct srsv_ctx *ctx, uint64_t bytes)
+{
+	return srsv__refused(data_space(ctx), SRSV_REFUSED_DELALLOC, bytes);
+}
+
+/* A resv refused as not held: counted when it is one that ended. */
+static int not_held(const struct srsv_delalloc_resv *resv)
+{
+	if (resv && resv->magic == DELALLOC_ENDED_MAGIC && resv->ctx)
+		return delalloc_refused(resv->ctx, 0);
+	return -EINVAL;
+}
+
+/* @resv holds nothing any more. */
+static void end_resv(struct srsv_delalloc_resv *resv, struct srsv_ctx *ctx)
+{
+	memset(resv, 0, sizeof(*resv));
+	resv->ctx = ctx;
+	resv->magic = DELALLOC_ENDED_MAGIC;
+}
+
 /* What a reservation that took its steps holds (@magic: done or pending). */
 static void record(struct srsv_delalloc_resv *resv, struct srsv_quota *quota,
 		   uint64_t bytes, uint64_t meta, uint64_t extents,
@@ -192,14 +218,14 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	bool nowait;
 	int ret;
 
-	if (!ctx || !resv || (int)mode < 0 ||
-	    (int)mode >= SRSV_DELALLOC_MODE_COUNT)
+	if (!ctx || !resv)
 		return -EINVAL;
-	if (quota && srsv_quota_ctx(quota) != ctx)
-		return -EINVAL;
-	ret = srsv_delalloc_meta_cost(ctx, bytes, &extents, &meta);
-	if (ret)
-		return ret;
+	if ((int)mode < 0 || (int)mode >= SRSV_DELALLOC_MODE_COUNT ||
+	    (quota && srsv_quota_ctx(quota) != ctx))
+		return delalloc_refused(ctx, bytes);
+	/* -EINVAL only: a write too large for its metadata to be counted. */
+	if (srsv_delalloc_meta_cost(ctx, bytes, &extents, &meta))
+		return delalloc_refused(ctx, bytes);
 	memset(resv, 0, sizeof(*resv));
 	resv->ctx = ctx;
 	if (!bytes) {
@@ -342,7 +368,7 @@ SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 	int ret = 0, r;
 
 	if (!resv_ok(resv))
-		return -EINVAL;
+		return not_held(resv);
 	ctx = resv->ctx;
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
 
@@ -371,7 +397,7 @@ SRSV__EXPORT int srsv_delalloc_release(struct srsv_delalloc_resv *resv)
 	if (resv->data_bytes)
 		first_error(&ret, srsv_space_release(data_space(ctx),
 						     resv->data_bytes));
-	memset(resv, 0, sizeof(*resv));
+	end_resv(resv, ctx);
 	return ret;
 }
 
@@ -397,12 +423,12 @@ SRSV__EXPORT int srsv_delalloc_finish(struct srsv_delalloc_resv *resv,
 	int ret;
 
 	if (!resv_ok(resv))
-		return -EINVAL;
+		return not_held(resv);
 	meta = resv->meta_bytes;
 	if (meta_used == SRSV_DELALLOC_META_ALL)
 		meta_used = meta;
 	if (meta_used > meta)
-		return -EINVAL;
+		return delalloc_refused(resv->ctx, meta_used);
 	ctx = resv->ctx;
 	rsv = srsv_ctx_rsv(ctx, SRSV_RSV_DELALLOC);
 
@@ -439,7 +465,7 @@ SRSV__EXPORT int srsv_delalloc_finish(struct srsv_delalloc_resv *resv,
 		first_error(&ret, srsv_space_release(meta_space(ctx),
 						     meta - meta_used));
 	first_error(&ret, alloc_and_use(data_space(ctx), resv->data_bytes));
-	memset(resv, 0, sizeof(*resv));
+	end_resv(resv, ctx);
 	return ret;
 }
 
@@ -522,13 +548,15 @@ SRSV__EXPORT int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
 {
 	int ret;
 
-	if (!resv || !ticket || resv->magic != DELALLOC_PENDING_MAGIC)
+	if (!resv || !ticket)
 		return -EINVAL;
+	if (resv->magic != DELALLOC_PENDING_MAGIC)
+		return not_held(resv);
 	ret = srsv_ticket_wait(ticket, 0);
 	/* Still queued, or still on its queue (reap it first). */
 	if (ret == -EINPROGRESS || ret == -EINVAL ||
 	    srsv__ticket_posted(ticket))
-		return -EINVAL;
+		return delalloc_refused(resv->ctx, resv->meta_bytes);
 	if (!ret) {
 		/* The granted metadata joins the DELALLOC rsv, as
 		 * srsv_rsv_add() credits it. */
@@ -547,6 +575,6 @@ SRSV__EXPORT int srsv_delalloc_complete(struct srsv_delalloc_resv *resv,
 						 SRSV_QUOTA_META_PREALLOC,
 						 resv->quota_meta_bytes));
 	}
-	memset(resv, 0, sizeof(*resv));
+	end_resv(resv, resv->ctx);
 	return ret;
 }

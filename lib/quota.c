@@ -144,6 +144,22 @@ static bool limit_ok(uint64_t limit)
 	return limit <= SRSV_MAX_BYTES || limit == SRSV_QUOTA_NO_LIMIT;
 }
 
+/*
+ * Count and trace a refused quota call (stats.c) on the pool the bytes of
+ * @kind come from: DATA (or MIXED) for data and used bytes
+ * (TRACE_KIND_USED), METADATA for the META kinds and unknown ones.
+ * Returns -EINVAL.
+ */
+static int quota_refused(const struct srsv_quota *q, int kind, int refusal,
+			 uint64_t bytes)
+{
+	bool data = kind == SRSV_QUOTA_DATA || kind == TRACE_KIND_USED;
+
+	return srsv__refused(srsv_ctx_space(q->ctx, data ? SRSV_POOL_DATA :
+						     SRSV_POOL_METADATA),
+			     refusal, bytes);
+}
+
 /* ---- counters ---- */
 
 /*
@@ -404,11 +420,15 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 	bool own;
 	int k, ret;
 
-	if (!quota_ok(q) || !bytes || (flags & ~known))
+	if (!quota_ok(q) || !bytes)
 		return -EINVAL;
+	if (flags & ~known)
+		return quota_refused(q, SRSV_QUOTA_META_PREALLOC,
+				     SRSV_REFUSED_QUOTA_ARGS, 0);
 	for (k = 0; k < SRSV_QUOTA_KIND_COUNT; k++) {
 		if (bytes[k] > SRSV_MAX_BYTES)
-			return -EINVAL;
+			return quota_refused(q, k, SRSV_REFUSED_QUOTA_ARGS,
+					     bytes[k]);
 		total += bytes[k];	/* <= 3 * 2^62: no overflow */
 	}
 	if (!total)
@@ -572,8 +592,11 @@ SRSV__EXPORT int srsv_quota_lookup(struct srsv_ctx *ctx, uint64_t id,
 
 SRSV__EXPORT int srsv_quota_set_limit(struct srsv_quota *q, uint64_t limit)
 {
-	if (!quota_ok(q) || !limit_ok(limit))
+	if (!quota_ok(q))
 		return -EINVAL;
+	if (!limit_ok(limit))
+		return quota_refused(q, SRSV_QUOTA_DATA,
+				     SRSV_REFUSED_QUOTA_ARGS, limit);
 	srsv__lock(&q->lock);
 	q->limit = limit;
 	srsv__unlock(&q->lock);
@@ -587,8 +610,11 @@ SRSV__EXPORT int srsv_quota_reserve(struct srsv_quota *q,
 	uint64_t v[SRSV_QUOTA_KIND_COUNT] = { 0 };
 	int ret;
 
-	if (!quota_ok(q) || !kind_ok((int)kind) || bytes > SRSV_MAX_BYTES)
+	if (!quota_ok(q))
 		return -EINVAL;
+	if (!kind_ok((int)kind) || bytes > SRSV_MAX_BYTES)
+		return quota_refused(q, (int)kind, SRSV_REFUSED_QUOTA_ARGS,
+				     bytes);
 	v[kind] = bytes;
 	/* Keeps a wait's shutdown count while it touches q (internal.h). */
 	srsv__outer_begin(q->ctx);
@@ -602,8 +628,11 @@ SRSV__EXPORT int srsv_quota_release(struct srsv_quota *q,
 {
 	int ret;
 
-	if (!quota_ok(q) || !kind_ok((int)kind))
+	if (!quota_ok(q))
 		return -EINVAL;
+	if (!kind_ok((int)kind))
+		return quota_refused(q, (int)kind, SRSV_REFUSED_QUOTA_ARGS,
+				     bytes);
 	if (!bytes)
 		return 0;
 	/* Kind first, charged second: see the essay. */
@@ -611,6 +640,8 @@ SRSV__EXPORT int srsv_quota_release(struct srsv_quota *q,
 	if (!ret)
 		ret = ctr_sub(&q->charged, bytes);
 	srsv__trace_quota(q->id, SRSV__QUOTA_RELEASE, (int)kind, bytes, ret);
+	if (ret)
+		quota_refused(q, (int)kind, SRSV_REFUSED_QUOTA_RELEASE, bytes);
 	return ret;
 }
 
@@ -629,6 +660,9 @@ SRSV__EXPORT int srsv_quota_convert(struct srsv_quota *q, uint64_t bytes)
 	srsv__unlock(&q->lock);
 	srsv__trace_quota(q->id, SRSV__QUOTA_CONVERT, SRSV_QUOTA_META_PREALLOC,
 			  bytes, ret);
+	if (ret)
+		quota_refused(q, SRSV_QUOTA_META_PREALLOC,
+			      SRSV_REFUSED_QUOTA_RELEASE, bytes);
 	return ret;
 }
 
@@ -688,6 +722,9 @@ SRSV__EXPORT int srsv_quota_charge_used(struct srsv_quota *q, uint64_t bytes)
 		ctr_add(&q->used, bytes);
 	srsv__unlock(&q->lock);
 	srsv__trace_quota(q->id, SRSV__QUOTA_USED, SRSV_QUOTA_DATA, bytes, ret);
+	if (ret)
+		quota_refused(q, SRSV_QUOTA_DATA, SRSV_REFUSED_QUOTA_RELEASE,
+			      bytes);
 	return ret;
 }
 
@@ -704,6 +741,9 @@ SRSV__EXPORT int srsv_quota_free_used(struct srsv_quota *q, uint64_t bytes)
 		ret = ctr_sub(&q->charged, bytes);
 	srsv__trace_quota(q->id, SRSV__QUOTA_RELEASE, TRACE_KIND_USED, bytes,
 			  ret);
+	if (ret)
+		quota_refused(q, TRACE_KIND_USED, SRSV_REFUSED_QUOTA_RELEASE,
+			      bytes);
 	return ret;
 }
 

@@ -41,6 +41,12 @@ static struct srsv_ctx *rsv_ctx(const struct srsv_rsv *rsv)
 	return R(rsv)->space->ctx;
 }
 
+/* Count and trace a refused rsv call (stats.c); returns -EINVAL. */
+static int rsv_refused(const struct srsv_rsv *rsv, uint64_t bytes)
+{
+	return srsv__refused(R(rsv)->space, SRSV_REFUSED_RSV_ARGS, bytes);
+}
+
 static bool is_std(const struct srsv_rsv *rsv)
 {
 	struct srsv_ctx *ctx = rsv_ctx(rsv);
@@ -264,8 +270,10 @@ SRSV__EXPORT int srsv_rsv_destroy(struct srsv_rsv *rsv)
 {
 	int ret;
 
-	if (!rsv_valid(rsv) || is_std(rsv))
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (is_std(rsv))
+		return rsv_refused(rsv, 0);
 	ret = srsv_rsv_release(rsv, SRSV_RSV_ALL, NULL);
 	if (ret)
 		return ret;
@@ -278,8 +286,10 @@ SRSV__EXPORT int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes,
 {
 	int ret;
 
-	if (!rsv_valid(rsv) || bytes > SRSV_MAX_BYTES)
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (bytes > SRSV_MAX_BYTES)
+		return rsv_refused(rsv, bytes);
 	if (!bytes)
 		return 0;
 	/* Keeps a wait's shutdown count while we credit (internal.h). */
@@ -298,8 +308,10 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 	uint64_t missing = 0, reserved;
 	int ret;
 
-	if (!rsv_valid(rsv) || min_reserved > SRSV_MAX_BYTES)
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (min_reserved > SRSV_MAX_BYTES)
+		return rsv_refused(rsv, min_reserved);
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		if (!rsv_trylock(rsv))
 			return -EAGAIN;
@@ -327,8 +339,10 @@ SRSV__EXPORT int srsv_rsv_use(struct srsv_rsv *rsv, uint64_t bytes)
 {
 	int ret;
 
-	if (!rsv_valid(rsv) || bytes > SRSV_MAX_BYTES)
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (bytes > SRSV_MAX_BYTES)
+		return rsv_refused(rsv, bytes);
 	ret = use_bytes(rsv, bytes);
 	srsv__trace_rsv(rsv, SRSV__RSV_USE, bytes, ret);
 	return ret;
@@ -339,9 +353,11 @@ SRSV__EXPORT int srsv_rsv_migrate(struct srsv_rsv *src, struct srsv_rsv *dst,
 {
 	int ret;
 
-	if (!rsv_valid(src) || !rsv_valid(dst) || src == dst ||
-	    R(src)->space != R(dst)->space || bytes > SRSV_MAX_BYTES)
+	if (!rsv_valid(src) || !rsv_valid(dst))
 		return -EINVAL;
+	if (src == dst || R(src)->space != R(dst)->space ||
+	    bytes > SRSV_MAX_BYTES)
+		return rsv_refused(src, bytes);
 	ret = use_bytes(src, bytes);
 	if (!ret)
 		add_bytes(dst, bytes, update_size);
@@ -353,8 +369,10 @@ SRSV__EXPORT int srsv_rsv_check(struct srsv_rsv *rsv, unsigned min_percent)
 {
 	int ret = -ENOSPC;
 
-	if (!rsv_valid(rsv) || min_percent > 100)
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (min_percent > 100)
+		return rsv_refused(rsv, min_percent);
 	rsv_lock(rsv);
 	if (rsv_reserved(rsv) >= srsv__mult_perc(rsv_size(rsv), min_percent))
 		ret = 0;
@@ -395,7 +413,8 @@ SRSV__EXPORT int srsv_rsv_release(struct srsv_rsv *rsv, uint64_t bytes,
 		bytes = rsv_size(rsv);
 	} else if (bytes > rsv_size(rsv)) {
 		rsv_unlock(rsv);
-		return -EINVAL;
+		return srsv__refused(R(rsv)->space, SRSV_REFUSED_RSV_RELEASE,
+				     bytes);
 	}
 	rsv_set_size(rsv, rsv_size(rsv) - bytes);
 	excess = res_trim(rsv, rsv_size(rsv));
@@ -498,8 +517,10 @@ SRSV__EXPORT int srsv_ctx_resize_global_rsv(struct srsv_ctx *ctx,
 	struct srsv_rsv *global;
 	struct srsv_space *s;
 
-	if (!ctx || bytes > SRSV_MAX_BYTES || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL])
+	if (!ctx || !ctx->std_rsv_ready[SRSV_RSV_GLOBAL])
 		return -EINVAL;
+	if (bytes > SRSV_MAX_BYTES)
+		return rsv_refused(&ctx->std_rsv[SRSV_RSV_GLOBAL], bytes);
 	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
 	s = R(global)->space;
 	srsv__lock(&s->lock);
@@ -553,8 +574,10 @@ SRSV__EXPORT int srsv_rsv_use_fallback(struct srsv_rsv *rsv, uint64_t bytes,
 	uint64_t size;
 	int ret;
 
-	if (!rsv_valid(rsv) || bytes == 0 || bytes > SRSV_MAX_BYTES)
+	if (!rsv_valid(rsv))
 		return -EINVAL;
+	if (bytes == 0 || bytes > SRSV_MAX_BYTES)
+		return rsv_refused(rsv, bytes);
 	ctx = rsv_ctx(rsv);
 	global = &ctx->std_rsv[SRSV_RSV_GLOBAL];
 	rsv_lock(rsv);

@@ -104,6 +104,13 @@ __attribute__((cold)) void srsv__refuse(struct srsv_space *s, int kind,
 	srsv__trace_refused(s, kind, bytes);
 }
 
+int srsv__refused(struct srsv_space *s, int kind, uint64_t bytes)
+{
+	if (s)
+		srsv__refuse(s, kind, bytes);
+	return -EINVAL;
+}
+
 bool srsv__state_disabled(const struct srsv_space *s, int state)
 {
 	return (AO_load((volatile AO_t *)&s->stats.disabled) >> state) & 1;

@@ -70,6 +70,9 @@ void srsv__stats_stall_end(struct srsv_space *s);
 /* Count and trace a refused call of @kind (enum srsv_refusal).  Cold. */
 void srsv__refuse(struct srsv_space *s, int kind, uint64_t bytes);
 
+/* srsv__refuse() when @s is not NULL; returns -EINVAL (return it). */
+int srsv__refused(struct srsv_space *s, int kind, uint64_t bytes);
+
 /* Has @state been disabled for @s (it said -EOPNOTSUPP)?  Lock-free. */
 bool srsv__state_disabled(const struct srsv_space *s, int state);
 

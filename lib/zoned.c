@@ -811,14 +811,23 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	return 0;
 }
 
+/* Count and trace a refused zone-group call on @g's pool (stats.c);
+ * returns -EINVAL. */
+static int zone_refused(struct srsv_zone_group *g, uint64_t bytes)
+{
+	return srsv__refused(g->bg.space, SRSV_REFUSED_ZONE, bytes);
+}
+
 SRSV__EXPORT int srsv_zone_group_alloc(struct srsv_zone_group *g,
 				       uint64_t bytes, uint64_t *logical)
 {
 	uint64_t off;
 	int ret = 0;
 
-	if (!g || bad_bytes(bytes))
+	if (!g)
 		return -EINVAL;
+	if (bad_bytes(bytes))
+		return zone_refused(g, bytes);
 	srsv__lock(&g->lock);
 	off = srsv__ld(&g->alloc_offset);
 	if (!g->open || g->capacity - off < bytes) {
@@ -845,13 +854,15 @@ SRSV__EXPORT int srsv_zone_group_written(struct srsv_zone_group *g,
 {
 	uint64_t reserved;
 
-	if (!g || bad_bytes(bytes))
+	if (!g)
 		return -EINVAL;
+	if (bad_bytes(bytes))
+		return zone_refused(g, bytes);
 	srsv__lock(&g->lock);
 	reserved = srsv__ld(&g->reserved);
 	if (reserved < bytes) {
 		srsv__unlock(&g->lock);
-		return -EINVAL;
+		return zone_refused(g, bytes);
 	}
 	srsv__st(&g->bg.used, srsv__ld(&g->bg.used) + bytes);
 	srsv__st(&g->reserved, reserved - bytes);
@@ -904,14 +915,23 @@ static int to_unusable(struct srsv_zone_group *g, volatile AO_t *from,
 SRSV__EXPORT int srsv_zone_group_abandon(struct srsv_zone_group *g,
 					 uint64_t bytes)
 {
-	return g ? to_unusable(g, &g->reserved, SRSV__RESERVED, bytes) :
-		   -EINVAL;
+	int ret;
+
+	if (!g)
+		return -EINVAL;
+	ret = to_unusable(g, &g->reserved, SRSV__RESERVED, bytes);
+	return ret == -EINVAL ? zone_refused(g, bytes) : ret;
 }
 
 SRSV__EXPORT int srsv_zone_group_free(struct srsv_zone_group *g,
 				      uint64_t bytes)
 {
-	return g ? to_unusable(g, &g->bg.used, SRSV__USED, bytes) : -EINVAL;
+	int ret;
+
+	if (!g)
+		return -EINVAL;
+	ret = to_unusable(g, &g->bg.used, SRSV__USED, bytes);
+	return ret == -EINVAL ? zone_refused(g, bytes) : ret;
 }
 
 /* ---- the block-group calls on a zone group (bgroup.c, table lock held) ---- */

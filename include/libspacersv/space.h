@@ -369,9 +369,13 @@ SRSV_MUST_CHECK int srsv_space_snapshot_sized(struct srsv_space *space,
 
 /**
  * Calls the library refused because the bytes were not where the caller
- * said (btrfs warns and clamps; the library refuses with -EINVAL and counts
- * it here, and fires the trace event "refused").  Index of
- * srsv_space_stats::refused.
+ * said, or with arguments it cannot take (btrfs warns and clamps; the
+ * library refuses with -EINVAL and counts it here, and fires the trace
+ * event "refused").  Index of srsv_space_stats::refused, counted on the
+ * pool the call was about: an rsv's pool, a quota kind's pool (DATA for
+ * data and used bytes, METADATA for the META kinds), the DATA (or MIXED)
+ * pool for the delalloc helper, a group's pool.  A call on a NULL or
+ * unknown object has no pool to count on: -EINVAL only.
  */
 enum srsv_refusal {
 	/** srsv_space_release(): more than may_use holds (a double release) */
@@ -395,7 +399,35 @@ enum srsv_refusal {
 	/** a reserve call with 0 or too many bytes, an unknown mode or flag,
 	 *  or a mode this pool kind does not take */
 	SRSV_REFUSED_ARGS = 9,
-	SRSV_REFUSED_COUNT = 10
+	/** srsv_rsv_release(): more than the rsv's size (a double release) */
+	SRSV_REFUSED_RSV_RELEASE = 10,
+	/** another rsv call refused: too many bytes, a percentage above 100,
+	 *  a migrate to itself or across pools, 0 bytes to
+	 *  srsv_rsv_use_fallback(), a standard rsv destroyed */
+	SRSV_REFUSED_RSV_ARGS = 11,
+	/** srsv_quota_release(), _convert(), _charge_used(), _free_used():
+	 *  more than the tenant holds of that kind */
+	SRSV_REFUSED_QUOTA_RELEASE = 12,
+	/** a quota reserve with an unknown kind or flag or too many bytes, or
+	 *  a limit above ::SRSV_MAX_BYTES */
+	SRSV_REFUSED_QUOTA_ARGS = 13,
+	/** the delalloc helper: a reservation released or finished twice, more
+	 *  metadata used than it holds, a completion of one not pending or of
+	 *  a ticket not reaped, an unknown mode, a tenant of another ctx, a
+	 *  write too large */
+	SRSV_REFUSED_DELALLOC = 14,
+	/** a block-group call: an extent that is not in the group (more bytes
+	 *  than its room or its used bytes, a range across groups), a
+	 *  transaction already committed, a group of another pool, a
+	 *  reclaim_done() of a group not taken */
+	SRSV_REFUSED_BGROUP = 15,
+	/** a zone-group call: more written or abandoned than reserved, more
+	 *  freed than used, 0 or too many bytes */
+	SRSV_REFUSED_ZONE = 16,
+	/** srsv_ticket_reserve_async(): flags, a zero timeout, or a pool of
+	 *  another ctx than the queue's */
+	SRSV_REFUSED_ASYNC = 17,
+	SRSV_REFUSED_COUNT = 18
 };
 
 /** Room for flush modes in srsv_space_stats (fixed: the layout must not
@@ -404,7 +436,7 @@ enum srsv_refusal {
 /** Room for flush states in srsv_space_stats, indexed by state value. */
 #define SRSV_STATS_STATES 32
 /** Room for refusal kinds in srsv_space_stats. */
-#define SRSV_STATS_REFUSALS 16
+#define SRSV_STATS_REFUSALS 32
 /** Buckets of a wait histogram (srsv_wait_stats::hist). */
 #define SRSV_WAIT_BUCKETS 24
 
