@@ -18,11 +18,12 @@
 # in both orders (4 short runs each), and keeps each copy's fastest run.
 # Many short rounds, then estimators that a loaded machine disturbs least:
 #
-#   paired: per round, traced over untraced of the same process (same
-#           CPU, same memory layout); the trimmed median (middle 60 %) of
-#           the rounds and their spread (min / quartiles / max);
 #   min:    the fastest round of each build over the fastest untraced
-#           round, across processes.
+#           round (what a loaded machine adds is only ever extra time, so
+#           the fastest round is the one it disturbed least);
+#   paired: per round, traced over untraced of the same process; the
+#           trimmed median (middle 60 %) of the rounds and their spread
+#           (min / quartiles / max), which shows how loaded the machine was.
 #
 # Both for wall time and for the thread's CPU time.  Then instructions per
 # pair, which load does not change: valgrind --tool=callgrind on a short
@@ -38,7 +39,7 @@
 #
 # Defaults: 31 rounds of 100000 pairs a run, the last CPU, callgrind if
 # found.  Last line: summary: provider_absent_ratio=A provider_loaded_ratio=L
-# (the paired estimator of wall time).
+# (the min estimator of wall time).
 set -eu
 
 usage() {
@@ -147,8 +148,8 @@ for m in wall cpu; do
 	echo "$m paired, trimmed median: provider_absent_ratio=$pa"
 	echo "$m paired, trimmed median: provider_loaded_ratio=$pl"
 	if [ $m = wall ]; then
-		A=${pa%% *}
-		L=${pl%% *}
+		A=$(ratio "$amin" "$umin")
+		L=$(ratio "$lmin" "$umin")
 	fi
 done
 

@@ -41,15 +41,20 @@ static inline int srsv__tp_pool(const struct srsv_space *s)
 
 /*
  * Each wrapper is split in two: the inline part tests the tracepoint's
- * state and nothing else; the call itself is a separate cold function.
+ * state and nothing else; the call itself is a separate noinline function.
  * Inlined whole, the probe call's register pressure made the compiler save
  * five callee-saved registers in the prologue of every caller, on the
  * fast path too (seen in srsv__may_use_add() with gcc 12 -O2); split, the
- * disabled cost is the load and the branch, and the recording code lives
- * in .text.unlikely.  "unused": a file that fires only some events
- * compiles the other copies away without a warning.
+ * disabled cost is the load and the branch.  Not "cold": with the callee
+ * cold, gcc 12 -O2 moved the blocks that follow the tracepoint in the
+ * caller into .text.unlikely as well, so that the disabled path of
+ * srsv_space_release() jumped there and back on every call (8-10 % of a
+ * 9 ns reserve+release pair, bench/run-tracing-cost.sh); caa_unlikely()
+ * in lttng_ust_tracepoint_enabled() already keeps the call off the
+ * straight line.  "unused": a file that fires only some events compiles
+ * the other copies away without a warning.
  */
-#define SRSV__TP_COLD static __attribute__((noinline, cold, unused))
+#define SRSV__TP_COLD static __attribute__((noinline, unused))
 
 SRSV__TP_COLD void srsv__tp_reserve(const struct srsv_space *s, uint64_t bytes,
 				    int mode, unsigned flags, int ret)
