@@ -158,7 +158,9 @@ def check_refused(events, sc):
     ref = [(e['pool'], e['kind'], e['bytes'])
            for e in of(events, ctx, 'refused')]
     check(ref == [('metadata', 'release', 2 * MIB),
-                  ('metadata', 'pin', 4096)],
+                  ('metadata', 'pin', 4096),
+                  ('metadata', 'rsv_release', 128 * 1024),
+                  ('data', 'quota_release', 4096)],
           'refused: one event per refused call, kind and bytes (%s)' % ref)
 
 

@@ -220,19 +220,30 @@ static void scenario_granted(void)
 
 /*
  * refused: a release of more than the pool lent and a pin of bytes not
- * used are refused with -EINVAL.  Expected: one "refused" event each
- * (kind release, 2 MiB; kind pin, 4 KiB), nothing changed.
+ * used are refused with -EINVAL, then an rsv released past its size and a
+ * tenant's release of data it never reserved.  Expected: one "refused"
+ * event each (kind release, 2 MiB; kind pin, 4 KiB; kind rsv_release on
+ * the metadata pool, 128 KiB; kind quota_release on the data pool, 4 KiB),
+ * nothing changed.
  */
 static void scenario_refused(void)
 {
 	static struct engine e;
 	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
 	struct srsv_space *md = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	struct srsv_quota *q = NULL;
+	struct srsv_rsv rsv;
 
 	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH, 0), 0);
 	CHECK_RC(srsv_space_release(md, 2 * MIB), -EINVAL);
 	CHECK_RC(srsv_space_pin(md, 4096), -EINVAL);
 	CHECK_RC(srsv_space_release(md, MIB), 0);
+	CHECK_RC(srsv_rsv_init(&rsv, md, SRSV_RSV_TEMP), 0);
+	CHECK_RC(srsv_rsv_add(&rsv, 64 * 1024, SRSV_NO_FLUSH, 0), 0);
+	CHECK_RC(srsv_rsv_release(&rsv, 128 * 1024, NULL), -EINVAL);
+	CHECK_RC(srsv_rsv_destroy(&rsv), 0);
+	CHECK_RC(srsv_quota_create(ctx, 9, SRSV_QUOTA_NO_LIMIT, &q), 0);
+	CHECK_RC(srsv_quota_release(q, SRSV_QUOTA_DATA, 4096), -EINVAL);
 	printf("SCENARIO refused ctx=%#" PRIxPTR "\n", (uintptr_t)ctx);
 }
 
