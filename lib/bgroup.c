@@ -415,9 +415,11 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g,
 				srsv__space_update(s, SRSV__ZONE_UNUSABLE,
 						   -(int64_t)tail);
 		}
-	} else if (!srsv__ao_sub_checked(&ctx->unallocated,
+	} else if (g->length > UINT64_MAX / factor_of(bgs, s) ||
+		   !srsv__ao_sub_checked(&ctx->unallocated,
 					 g->length * factor_of(bgs, s))) {
-		/* length <= 2^62 and factor <= 4: no wrap. */
+		/* length <= 2^62 and factor <= 4: 2^64 raw bytes would wrap,
+		 * and no device has them. */
 		ret = -ENOSPC;
 	} else {
 		/* Unallocated first, then the pool: overcommit never counts
@@ -1160,6 +1162,17 @@ SRSV__EXPORT int srsv_bgroup_stats_sized(struct srsv_ctx *ctx,
 
 /* ---- statfs (btrfs_statfs()) ---- */
 
+/* @a * @b, or UINT64_MAX if that does not fit. */
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 				       struct srsv_statfs *out, size_t size)
 {
@@ -1167,7 +1180,8 @@ SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 	struct srsv__bgroups *bgs = cfg_of(ctx);
 	unsigned data_factor = bgs ? bgs->cfg.data_raid_factor : 1;
 	unsigned meta_factor;
-	uint64_t free_data = 0, free_meta = 0, used_raw = 0, used, global = 0;
+	uint64_t free_data = 0, free_meta = 0, used_data = 0, used_meta = 0;
+	uint64_t used, global = 0;
 	struct srsv_space *meta;
 	bool mixed, meta_full = false;
 
@@ -1176,13 +1190,19 @@ SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 		return -EINVAL;
 	meta_factor = ctx->cfg.metadata_raid_factor;
 	mixed = ctx->spaces[SRSV_POOL_MIXED] != NULL;
+	/*
+	 * btrfs_statfs() sums raw bytes (each pool's times its factor) and
+	 * divides by the data factor.  At most one pool is data (DATA or
+	 * MIXED), so its bytes are counted in data units directly, and only
+	 * the metadata and system pools are scaled: no product of a pool's
+	 * bytes (up to 2^62) and a factor (up to 4) can wrap.
+	 */
 	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
 		struct srsv_space *s = ctx->spaces[k];
-		uint64_t total, u, ro, zu, f;
+		uint64_t total, u, ro, zu;
 
 		if (!s)
 			continue;
-		f = s->is_data ? data_factor : meta_factor;
 		srsv__lock(&s->lock);
 		total = srsv__space_counter(s, SRSV__TOTAL);
 		u = srsv__space_counter(s, SRSV__USED);
@@ -1194,13 +1214,15 @@ SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 		 * less what zone groups freed below their write pointers:
 		 * no write gets those bytes before a reset. */
 		if (s->is_data) {
-			uint64_t busy = u + ro + zu;
+			uint64_t busy = sat_add(sat_add(u, ro), zu);
 
-			free_data += total > busy ? (total - busy) * f : 0;
-		} else if (k == SRSV_POOL_METADATA) {
-			free_meta += total > u ? (total - u) * f : 0;
+			free_data += total > busy ? total - busy : 0;
+			used_data += u;
+		} else {
+			if (k == SRSV_POOL_METADATA && total > u)
+				free_meta = sat_mul(total - u, meta_factor);
+			used_meta = sat_add(used_meta, u);
 		}
-		used_raw += u * f;
 	}
 	if (ctx->std_rsv_ready[SRSV_RSV_GLOBAL])
 		global = srsv__std_rsv_size(ctx, SRSV_RSV_GLOBAL);
@@ -1210,12 +1232,16 @@ SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 
 	memset(st, 0, sizeof(*st));
 	st->total = ctx->cfg.device_bytes / data_factor;
-	used = used_raw / data_factor;
+	/* floor((used_data * df + used_meta * mf) / df), saturated: past
+	 * 2^64 it is above any total anyway. */
+	used = sat_add(used_data,
+		       sat_add(sat_mul(used_meta / data_factor, meta_factor),
+			       used_meta % data_factor * meta_factor /
+			       data_factor));
 	st->free = st->total > used ? st->total - used : 0;
 	/* The global reserve counts as used (it is in logical bytes). */
 	st->free = st->free > global ? st->free - global : 0;
-	st->avail = free_data / data_factor +
-		    srsv__ld(&ctx->unallocated) / data_factor;
+	st->avail = free_data + srsv__ld(&ctx->unallocated) / data_factor;
 	/* No metadata chunk can be allocated and the global reserve does
 	 * not fit in what is left: nothing can be written. */
 	if (!mixed && meta_full &&

@@ -692,6 +692,50 @@ END_TEST
 
 /* ---- statfs ---- */
 
+/*
+ * Sizes at the limit: a 2^62-byte metadata group at factor 4 needs 2^64
+ * raw bytes, which no device has (-ENOSPC, nothing changed; the product
+ * must not wrap to 0), and statfs of a 2^62-byte metadata pool at factor 4
+ * neither wraps its raw figures.
+ */
+START_TEST(test_factor_limits)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *ctx = NULL;
+	struct srsv_statfs st;
+	struct srsv_space *meta;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT;
+	for (int i = 0; i < SRSV_POOL_COUNT; i++)
+		cfg.pool_bytes[i] = 0;
+	cfg.unallocated_bytes = SRSV_MAX_BYTES;
+	cfg.metadata_raid_factor = 4;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &ctx), 0);
+	bg_init(ctx, true, true, 0);
+	ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_METADATA, 0,
+					 SRSV_MAX_BYTES), -ENOSPC);
+	ck_assert_uint_eq(srsv_ctx_unallocated(ctx), SRSV_MAX_BYTES);
+	ck_assert_uint_eq(bstats(ctx).nr_groups, 0);
+	meta = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	ck_assert_int_eq(srsv_space_grow(meta, SRSV_MAX_BYTES), 0);
+	ck_assert_int_eq(srsv_ctx_statfs(ctx, &st), 0);
+	ck_assert_uint_eq(st.metadata_free, UINT64_MAX);	/* 2^64 raw */
+	ck_assert_uint_eq(st.total, SRSV_MAX_BYTES);
+	ck_assert_uint_eq(st.free, SRSV_MAX_BYTES);
+	ck_assert_uint_eq(st.avail, SRSV_MAX_BYTES);
+	/* Every metadata byte used: 2^64 raw used bytes, none free. */
+	ck_assert_int_eq(srsv_space_reserve(meta, SRSV_MAX_BYTES,
+					    SRSV_NO_FLUSH, 0), 0);
+	ck_assert_int_eq(srsv_space_alloc(meta, SRSV_MAX_BYTES), 0);
+	ck_assert_int_eq(srsv_space_commit_used(meta, SRSV_MAX_BYTES), 0);
+	ck_assert_int_eq(srsv_ctx_statfs(ctx, &st), 0);
+	ck_assert_uint_eq(st.free, 0);
+	ck_assert_uint_eq(st.metadata_free, 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_statfs_table)
 {
 	static const struct {
@@ -1198,6 +1242,7 @@ static Suite *bgroup_suite(void)
 	tcase_add_test(reclaim, test_reclaim_chunks_not_called_without_candidates);
 	tcase_add_test(statfs, test_statfs_table);
 	tcase_add_test(statfs, test_statfs_mixed_and_factor);
+	tcase_add_test(statfs, test_factor_limits);
 	tcase_add_test(fidelity, test_unpin_refills_global_first);
 	tcase_add_test(fidelity, test_delalloc_enospc_before_edquot);
 	tcase_add_test(bad, test_bad_input);

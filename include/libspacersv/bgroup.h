@@ -187,9 +187,10 @@ SRSV_MUST_CHECK int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
  * @retval -ENOENT no group covers @p bytenr
  * @retval -EINVAL bad argument, a group of another pool, an extent that
  *         leaves the group, more than its used bytes, a transaction
- *         already reported committed, or a third uncommitted transaction
- *         in the same group (at most two are open: the committing one and
- *         the running one)
+ *         already reported committed, or one whose parity (odd or even)
+ *         another uncommitted transaction with bytes pinned in the group
+ *         has (a group keeps two transactions' pinned bytes: the
+ *         committing one and the running one, which are consecutive)
  * @note Thread-safe.  Nothing changed on error.  On a zone group the
  *       bytes are below the write pointer: with @p transid 0 they become
  *       zone_unusable at once, in the group and the pool (as
@@ -366,9 +367,9 @@ SRSV_MUST_CHECK int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
  * @param start the group's first byte
  * @param result 0 or a negative errno
  * @retval 0 success
- * @retval -ENOENT no group starts at @p start
- * @retval -EINVAL bad argument, a positive @p result, or a group that is
- *         not taken
+ * @retval -ENOENT no group covers @p start
+ * @retval -EINVAL bad argument, a positive @p result, @p start inside (not
+ *         at the start of) a group, or a group that is not taken
  * @retval -EBUSY @p result 0 but the group still holds used bytes
  * @note Thread-safe.  Nothing changed on error.
  */
