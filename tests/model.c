@@ -23,6 +23,10 @@
  * - an async metadata walk whose first-cycle states are all skipped (an
  *   overriding array of only DELALLOC_FULL / ALLOC_CHUNK_FORCE) ends its
  *   first cycle at once, like any other walk, instead of never starting;
+ * - a block group of 2^62 bytes in a pool of factor 4 needs 2^64 raw
+ *   bytes: -ENOSPC (the library's product wrapped to 0 and took the group
+ *   for nothing), and statfs sums raw bytes without wrapping (fixed in the
+ *   library since, with the block groups' model);
  * - the use_fallback chain of an rsv in a pool that takes no EMERGENCY
  *   reservation (a DATA pool) ends with -ENOSPC, its documented "every
  *   step failed", not with the -EINVAL of the mode check.
@@ -280,6 +284,8 @@ static void fail_all(struct model *m, struct model_pool *p, int error)
 /* ---- flushing ---- */
 
 static void zoned_flush(struct model *m, int pool, int state, uint64_t wanted);
+static unsigned bg_prepare(struct model *m, int pool);
+static void bg_finish(struct model *m);
 
 static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 {
@@ -291,10 +297,10 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 
 	/* RECLAIM_CHUNKS calls the engine only with candidate groups to
 	 * relocate (btrfs_reclaim_bgs_work() has nothing to do without
-	 * them).  This model has no block groups, so the state is a no-op
-	 * that answers -EOPNOTSUPP and is never disabled. */
-	if (state == SRSV_STATE_RECLAIM_CHUNKS)
-		called = false;
+	 * them), after sweeping the other pools for them; without any the
+	 * state is a no-op that answers -EOPNOTSUPP and is not disabled. */
+	if (state == SRSV_STATE_RECLAIM_CHUNKS && called)
+		called = bg_prepare(m, pool) > 0;
 
 	if (m->zoned && (state == SRSV_STATE_RESET_ZONES ||
 			 state == SRSV_STATE_RECLAIM_ZONES))
@@ -314,6 +320,9 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 		      (state == SRSV_STATE_RESET_ZONES ||
 		       state == SRSV_STATE_RECLAIM_ZONES)))
 			p->disabled |= UINT64_C(1) << state;
+		/* The groups the engine took and did not end. */
+		if (state == SRSV_STATE_RECLAIM_CHUNKS)
+			bg_finish(m);
 	}
 	if (state == SRSV_STATE_ALLOC_CHUNK ||
 	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
@@ -403,12 +412,39 @@ static bool skip_first_cycle(int state)
 	       state == SRSV_STATE_ALLOC_CHUNK_FORCE;
 }
 
+static bool array_has(const struct srsv_state_array *arr, int state);
+
+/*
+ * A rescue round before a walk fails its tickets (bgroup.h, types.h's
+ * RECLAIM_CHUNKS): only with a group table, a pool that cannot grow
+ * (full), no engine error, a walk whose array may commit, and fewer than
+ * MODEL_MAX_RESCUES rounds so far.  RECLAIM_CHUNKS first; if the engine
+ * was asked (anything but "not supported"), a commit follows and the
+ * round counts.  True when it counted: the walk starts again.
+ */
+static bool try_rescue(struct model *m, int pool,
+		       const struct srsv_state_array *arr, uint64_t bytes,
+		       unsigned *rescues)
+{
+	struct model_pool *p = &m->pools[pool];
+
+	if (*rescues >= MODEL_MAX_RESCUES || !m->bg_on || !p->full ||
+	    m->error || !array_has(arr, SRSV_STATE_COMMIT_TRANS))
+		return false;
+	if (flush_space(m, pool, bytes, SRSV_STATE_RECLAIM_CHUNKS) ==
+	    -EOPNOTSUPP)
+		return false;
+	flush_space(m, pool, bytes, SRSV_STATE_COMMIT_TRANS);
+	(*rescues)++;
+	return true;
+}
+
 /* btrfs_async_reclaim_metadata_space() */
 static void async_md(struct model *m, int pool)
 {
 	struct model_pool *p = &m->pools[pool];
 	const struct srsv_state_array *arr = &m->async_md;
-	unsigned idx = 0, cycles = 0;
+	unsigned idx = 0, cycles = 0, rescues = 0;
 	uint64_t to_reclaim, last;
 
 	p->async_runs++;
@@ -426,7 +462,17 @@ static void async_md(struct model *m, int pool)
 			idx++;
 		if (idx >= arr->nr) {
 			cycles++;
-			if (cycles > MAX_COMMIT_CYCLES) {
+			if (cycles > MAX_COMMIT_CYCLES &&
+			    try_rescue(m, pool, arr, to_reclaim, &rescues)) {
+				/* One more cycle with what came back. */
+				cycles--;
+				idx = 0;
+				if (walk_interrupted(m, p) ||
+				    !p->qlen[MODEL_Q_NORMAL]) {
+					p->flush = false;
+					return;
+				}
+			} else if (cycles > MAX_COMMIT_CYCLES) {
 				if (maybe_fail_all(m, p)) {
 					idx = 0;
 					cycles--;
@@ -471,7 +517,7 @@ static void async_data(struct model *m, int pool)
 	struct model_pool *p = &m->pools[pool];
 	const struct srsv_state_array *arr = &m->async_data;
 	uint64_t last;
-	unsigned idx = 0;
+	unsigned idx, rescues = 0;
 
 	p->async_runs++;
 	try_grant(m, p);
@@ -480,6 +526,7 @@ static void async_data(struct model *m, int pool)
 		return;
 	}
 	last = p->tickets_id;
+again:
 	while (!p->full) {
 		flush_space(m, pool, p->reclaim_size,
 			    SRSV_STATE_ALLOC_CHUNK_FORCE);
@@ -489,6 +536,7 @@ static void async_data(struct model *m, int pool)
 		}
 		last = p->tickets_id;
 	}
+	idx = 0;
 	while (idx < arr->nr) {
 		flush_space(m, pool, p->reclaim_size, arr->states[idx]);
 		if (!p->qlen[MODEL_Q_NORMAL] || walk_interrupted(m, p)) {
@@ -506,6 +554,18 @@ static void async_data(struct model *m, int pool)
 			bool full = p->full ||
 				    !array_has(arr, SRSV_STATE_ALLOC_CHUNK_FORCE);
 
+			/* Full: chunks of the other pools may come back;
+			 * then grow again. */
+			if (full && try_rescue(m, pool, arr, p->reclaim_size,
+					       &rescues)) {
+				if (!p->qlen[MODEL_Q_NORMAL] ||
+				    walk_interrupted(m, p)) {
+					p->flush = false;
+					return;
+				}
+				last = p->tickets_id;
+				goto again;
+			}
 			if (full && !maybe_fail_all(m, p)) {
 				p->flush = false;
 				return;
@@ -537,6 +597,7 @@ static void priority_reclaim(struct model *m, int pool, int t)
 	struct model_ticket *tk = &m->tickets[t];
 	const struct srsv_state_array *arr;
 	uint64_t to_reclaim;
+	unsigned rescues = 0;
 
 	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
 		priority_reclaim_data(m, pool, t);
@@ -544,10 +605,18 @@ static void priority_reclaim(struct model *m, int pool, int t)
 	}
 	arr = tk->mode == SRSV_FLUSH_EVICT ? &m->evict : &m->priority;
 	to_reclaim = calc_reclaim(m, p);
-	for (unsigned i = 0; i < arr->nr; i++) {
+	for (;;) {
+		for (unsigned i = 0; i < arr->nr; i++) {
+			if (tk->state != MODEL_T_QUEUED || m->closing)
+				return;
+			flush_space(m, pool, to_reclaim, arr->states[i]);
+		}
 		if (tk->state != MODEL_T_QUEUED || m->closing)
 			return;
-		flush_space(m, pool, to_reclaim, arr->states[i]);
+		/* Out of states: a rescue round, then the array again. */
+		if (!try_rescue(m, pool, arr, to_reclaim, &rescues))
+			break;
+		to_reclaim = calc_reclaim(m, p);
 	}
 	if (tk->state != MODEL_T_QUEUED || m->closing)
 		return;
@@ -680,6 +749,7 @@ int model_create(struct model *m, const struct srsv_config *cfg)
 		m->data_chunk_allowance = min64(chunk, GIB);
 	}
 	m->unallocated = c.unallocated_bytes;
+	m->device_bytes = device;
 
 	if (c.flags & SRSV_CTX_MIXED) {
 		pool_init(&m->pools[SRSV_POOL_MIXED], SRSV_POOL_MIXED,
@@ -2360,4 +2430,617 @@ void model_quota_info(const struct model *m, int q,
 	info->flushes = qu->flushes;
 	info->flush_waits = qu->flush_waits;
 	info->edquot = qu->edquot;
+}
+
+/* ---- block groups (bgroup.h) ----
+ *
+ * Written from bgroup.h's doxygen and from btrfs's block-group.c and
+ * space-info.c: btrfs_delete_unused_bgs() (an emptied group returns after
+ * the commit that emptied it; the last of its profile stays),
+ * should_reclaim_block_group(), calc_dynamic_reclaim_threshold(),
+ * do_reclaim_sweep() with reclaim marks and its urgent second pass,
+ * btrfs_inc_block_group_ro() (take) and btrfs_statfs().  Groups are kept
+ * sorted by address.  Counter moves on the pools refuse underflow (and
+ * change nothing), as every counter of the library does.
+ */
+
+/* btrfs's statfs: metadata counts as exhausted below this much room
+ * above the global reserve (bgroup.h: "its free bytes less 4 MiB"). */
+#define STATFS_META_THRESH (UINT64_C(4) << 20)
+
+static unsigned bg_factor(const struct model *m, const struct model_pool *p)
+{
+	return p->is_data ? m->bgcfg.data_raid_factor : m->raid_factor;
+}
+
+static uint64_t bg_pinned(const struct model_bgroup *g)
+{
+	return g->pinned[0] + g->pinned[1];
+}
+
+static uint64_t bg_room(const struct model_bgroup *g)
+{
+	return g->length - g->used - bg_pinned(g);
+}
+
+/* The group covering @addr, or -1. */
+static int bg_lookup(const struct model *m, uint64_t addr)
+{
+	for (unsigned i = 0; i < m->nr_bgs; i++)
+		if (addr >= m->bgs[i].start &&
+		    addr - m->bgs[i].start < m->bgs[i].length)
+			return (int)i;
+	return -1;
+}
+
+static void bg_info(const struct model_bgroup *g, struct srsv_bgroup_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->start = g->start;
+	info->length = g->length;
+	info->used = g->used;
+	info->pinned = bg_pinned(g);
+	info->pool = g->pool;
+	info->reclaim_mark = g->reclaim_mark;
+	info->readonly = g->readonly;
+	info->unused = g->unused;
+	info->candidate = g->candidate;
+}
+
+/* calc_unalloc_target(): SRSV_BGROUP_UNALLOC_TARGET data chunks. */
+static unsigned dynamic_threshold(const struct model *m,
+				  const struct model_pool *p)
+{
+	u128 target = (u128)SRSV_BGROUP_UNALLOC_TARGET *
+		      m->data_chunk_allowance;
+	u128 want = target > m->unallocated ? target - m->unallocated : 0;
+	u128 used = claimed(p);
+	u128 unused = p->total > used ? p->total - used : 0;
+
+	/* Nothing to relocate into: "it won't work anyway". */
+	if (unused < m->data_chunk_allowance || !target)
+		return 0;
+	return (unsigned)(want * 100 / target);
+}
+
+/* btrfs_calc_reclaim_threshold() */
+static unsigned reclaim_threshold(const struct model *m,
+				  const struct model_pool *p)
+{
+	return m->bgcfg.dynamic_reclaim ? dynamic_threshold(m, p) :
+					  m->bgcfg.reclaim_threshold_pct;
+}
+
+static void mark_candidate(struct model *m, struct model_bgroup *g)
+{
+	if (!g->candidate) {
+		g->candidate = true;
+		m->bgst.marked++;
+	}
+}
+
+/* do_reclaim_sweep() over the groups of @pool. */
+static void sweep(struct model *m, int pool)
+{
+	const struct model_pool *p = &m->pools[pool];
+	unsigned pct = reclaim_threshold(m, p);
+	/* is_reclaim_urgent(): less than a data chunk unallocated. */
+	bool urgent = m->unallocated < m->data_chunk_allowance;
+	bool try_again = true;
+
+	m->bgst.sweeps++;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < m->nr_bgs; i++) {
+			struct model_bgroup *g = &m->bgs[i];
+
+			/* Emptied groups go back at the commit anyway. */
+			if (g->pool != pool || g->readonly || g->unused)
+				continue;
+			if (g->used < mult_perc(g->length, pct) &&
+			    g->reclaim_mark) {
+				try_again = false;
+				mark_candidate(m, g);
+			}
+			if (g->reclaim_mark < UINT32_MAX)
+				g->reclaim_mark++;
+		}
+		/* A fresh group is taken only when reclaim is urgent and no
+		 * stale one qualified. */
+		if (!(try_again && urgent))
+			break;
+		try_again = false;
+	}
+}
+
+/* should_reclaim_block_group(): this free crossed the threshold. */
+static bool should_reclaim(const struct model *m, const struct model_bgroup *g,
+			   uint64_t freed)
+{
+	unsigned pct = reclaim_threshold(m, &m->pools[g->pool]);
+	uint64_t thresh = mult_perc(g->length, pct);
+
+	return pct && g->used + freed >= thresh && g->used < thresh;
+}
+
+int model_bgroups_init(struct model *m, const struct srsv_bgroup_config *cfg)
+{
+	if (!cfg || cfg->size < sizeof(*cfg))
+		return -EINVAL;
+	for (size_t i = sizeof(*cfg); i < cfg->size; i++)
+		if (((const unsigned char *)cfg)[i])
+			return -EINVAL;
+	if (cfg->reclaim_threshold_pct > 100 || !cfg->data_raid_factor ||
+	    cfg->data_raid_factor > 4)
+		return -EINVAL;
+	if (m->bg_on)
+		return -EALREADY;
+	m->bgcfg = *cfg;
+	m->bgcfg.size = sizeof(m->bgcfg);
+	m->bg_on = true;
+	return 0;
+}
+
+int model_bgroup_add(struct model *m, int pool, uint64_t start,
+		     uint64_t length)
+{
+	struct model_pool *p = m->bg_on ? pool_of(m, pool) : NULL;
+	unsigned pos = 0;
+	u128 raw;
+
+	if (!p || bad_size(length) || start > UINT64_MAX - length)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->nr_bgs; i++) {
+		const struct model_bgroup *g = &m->bgs[i];
+
+		if (start < g->start + g->length && g->start < start + length)
+			return -EINVAL;		/* overlap */
+		if (g->start < start)
+			pos = i + 1;
+	}
+	if (m->nr_bgs == MODEL_BGROUPS)
+		return -ENOMEM;		/* the model's limit, not the library's */
+	if (p->total + length > SRSV_MAX_BYTES)
+		return -EINVAL;
+	raw = (u128)length * bg_factor(m, p);
+	if (m->unallocated < raw)
+		return -ENOSPC;
+	m->unallocated -= (uint64_t)raw;
+	p->total += length;
+	p->full = false;
+	memmove(&m->bgs[pos + 1], &m->bgs[pos],
+		(m->nr_bgs - pos) * sizeof(m->bgs[0]));
+	memset(&m->bgs[pos], 0, sizeof(m->bgs[0]));
+	m->bgs[pos].start = start;
+	m->bgs[pos].length = length;
+	m->bgs[pos].pool = pool;
+	m->nr_bgs++;
+	m->bgst.added++;
+	try_grant(m, p);
+	return 0;
+}
+
+/* The group an extent call names: -ENOENT no group at @bytenr, -EINVAL
+ * another pool's group or an extent that leaves it. */
+static int bg_resolve(const struct model *m, int pool, uint64_t bytenr,
+		      uint64_t bytes, int *out)
+{
+	const struct model_bgroup *g;
+	int gi;
+
+	if (!m->bg_on || pool < 0 || pool >= SRSV_POOL_COUNT ||
+	    !m->pools[pool].exists || bad_size(bytes))
+		return -EINVAL;
+	gi = bg_lookup(m, bytenr);
+	if (gi < 0)
+		return -ENOENT;
+	g = &m->bgs[gi];
+	if (g->pool != pool || bytes > g->length - (bytenr - g->start))
+		return -EINVAL;
+	*out = gi;
+	return 0;
+}
+
+int model_bgroup_alloc(struct model *m, int pool, uint64_t bytenr,
+		       uint64_t bytes)
+{
+	struct model_bgroup *g;
+	int gi, ret = bg_resolve(m, pool, bytenr, bytes, &gi);
+
+	if (ret)
+		return ret;
+	g = &m->bgs[gi];
+	if (g->readonly)
+		return -EROFS;
+	if (bytes > bg_room(g))
+		return -EINVAL;
+	g->used += bytes;
+	g->reclaim_mark = 0;
+	g->unused = false;
+	return 0;
+}
+
+int model_bgroup_free(struct model *m, int pool, uint64_t bytenr,
+		      uint64_t bytes, uint64_t transid)
+{
+	struct model_bgroup *g;
+	unsigned b = transid & 1;
+	int gi, ret = bg_resolve(m, pool, bytenr, bytes, &gi);
+
+	if (ret)
+		return ret;
+	g = &m->bgs[gi];
+	/* Reported committed already, or a bucket holding another open
+	 * transaction of the same parity. */
+	if (transid && (transid <= m->bg_committed ||
+			(g->pinned[b] && g->pinned_trans[b] != transid)))
+		return -EINVAL;
+	if (bytes > g->used)
+		return -EINVAL;
+	g->used -= bytes;
+	if (transid) {
+		g->pinned[b] += bytes;
+		g->pinned_trans[b] = transid;
+	}
+	if (m->bgcfg.periodic_reclaim) {
+		/* A data chunk's worth freed makes the pool worth a sweep. */
+		m->bg_reclaimable[pool] += bytes;
+		if (m->bg_reclaimable[pool] >= m->data_chunk_allowance)
+			m->bg_ready[pool] = true;
+	}
+	if (!g->used)
+		g->unused = true;
+	else if (!m->bgcfg.periodic_reclaim && !g->readonly &&
+		 should_reclaim(m, g, bytes))
+		mark_candidate(m, g);
+	return 0;
+}
+
+static unsigned pool_groups(const struct model *m, int pool)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < m->nr_bgs; i++)
+		n += m->bgs[i].pool == pool;
+	return n;
+}
+
+/*
+ * Group @gi goes back to unallocated: the part of it that is not yet
+ * read-only must be free in its pool (claimed as a reservation would be,
+ * never overcommitting), else -ENOSPC and nothing changes.
+ */
+static int give_back(struct model *m, unsigned gi)
+{
+	struct model_bgroup *g = &m->bgs[gi];
+	struct model_pool *p = &m->pools[g->pool];
+	uint64_t rest = g->length - g->ro_bytes;
+
+	if (rest && !fits(m, p, rest, CHARGE_NO_OVERCOMMIT))
+		return -ENOSPC;
+	ctr_sub(&p->total, g->length);
+	ctr_sub(&p->readonly, g->ro_bytes);
+	m->unallocated += g->length * bg_factor(m, p);
+	/* New device space: every pool may grow again. */
+	for (int k = 0; k < SRSV_POOL_COUNT; k++)
+		m->pools[k].full = false;
+	/* A reclaimed group went back: the sweep made progress. */
+	if (g->readonly && m->bgcfg.periodic_reclaim)
+		m->bg_ready[g->pool] = true;
+	memmove(&m->bgs[gi], &m->bgs[gi + 1],
+		(m->nr_bgs - gi - 1) * sizeof(m->bgs[0]));
+	m->nr_bgs--;
+	m->bgst.returned++;
+	return 0;
+}
+
+/* Metadata tickets may overcommit into the space that came back. */
+static void grant_metadata(struct model *m)
+{
+	for (int k = 0; k < SRSV_POOL_COUNT; k++)
+		if (m->pools[k].exists && !m->pools[k].is_data)
+			try_grant(m, &m->pools[k]);
+}
+
+int model_ctx_commit_done(struct model *m, uint64_t transid)
+{
+	int returned = 0;
+
+	if (!m->bg_on || !transid || transid <= m->bg_committed)
+		return -EINVAL;
+	m->bg_committed = transid;
+	m->bgst.committed = transid;
+	for (unsigned i = 0; i < m->nr_bgs; i++) {
+		struct model_bgroup *g = &m->bgs[i];
+		struct model_pool *p = &m->pools[g->pool];
+		uint64_t freed = 0;
+
+		for (int b = 0; b < 2; b++) {
+			if (g->pinned[b] && g->pinned_trans[b] <= transid) {
+				freed += g->pinned[b];
+				g->pinned[b] = 0;
+			}
+		}
+		/* Bytes unpinned in a read-only group stay out of reach
+		 * (btrfs's unpin_extent_range() adds them to bytes_readonly),
+		 * if the pool can spare them. */
+		if (freed && g->readonly &&
+		    fits(m, p, freed, CHARGE_NO_OVERCOMMIT)) {
+			claim_add(p, &p->readonly, freed);
+			g->ro_bytes += freed;
+		}
+	}
+	for (unsigned i = 0; i < m->nr_bgs;) {
+		const struct model_bgroup *g = &m->bgs[i];
+
+		if (g->unused && !g->used && !bg_pinned(g) && !g->taken &&
+		    pool_groups(m, g->pool) > 1 && !give_back(m, i)) {
+			returned++;
+			continue;
+		}
+		i++;
+	}
+	if (m->bgcfg.periodic_reclaim) {
+		for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+			if (!m->pools[k].exists || !m->bg_ready[k])
+				continue;
+			m->bg_ready[k] = false;
+			m->bg_reclaimable[k] = 0;
+			sweep(m, k);
+		}
+	}
+	if (returned)
+		grant_metadata(m);
+	return returned;
+}
+
+int model_bgroup_remove(struct model *m, int pool, uint64_t start)
+{
+	const struct model_bgroup *g;
+	int gi, ret;
+
+	if (!m->bg_on || !pool_of(m, pool))
+		return -EINVAL;
+	gi = bg_lookup(m, start);
+	if (gi < 0)
+		return -ENOENT;
+	g = &m->bgs[gi];
+	if (g->start != start || g->pool != pool)
+		return -EINVAL;
+	if (g->used || bg_pinned(g) || g->taken)
+		return -EBUSY;
+	ret = give_back(m, (unsigned)gi);
+	if (!ret)
+		grant_metadata(m);
+	return ret;
+}
+
+int model_bgroup_get(const struct model *m, uint64_t bytenr,
+		     struct srsv_bgroup_info *info)
+{
+	int gi;
+
+	if (!m->bg_on)
+		return -EINVAL;
+	gi = bg_lookup(m, bytenr);
+	if (gi < 0)
+		return -ENOENT;
+	bg_info(&m->bgs[gi], info);
+	return 0;
+}
+
+int model_bgroup_next(const struct model *m, uint64_t from,
+		      struct srsv_bgroup_info *info)
+{
+	if (!m->bg_on)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->nr_bgs; i++) {
+		if (m->bgs[i].start >= from) {
+			bg_info(&m->bgs[i], info);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int model_bgroup_find_free(const struct model *m, int pool, uint64_t bytes,
+			   uint64_t *start)
+{
+	if (!m->bg_on || !pool_of((struct model *)m, pool) || bad_size(bytes))
+		return -EINVAL;
+	for (unsigned i = 0; i < m->nr_bgs; i++) {
+		const struct model_bgroup *g = &m->bgs[i];
+
+		if (g->pool == pool && !g->readonly && bg_room(g) >= bytes) {
+			*start = g->start;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Still worth taking: under the threshold now (or empty), not emptied or
+ * read-only meanwhile. */
+static bool still_candidate(const struct model *m, const struct model_bgroup *g)
+{
+	return !g->readonly && !g->unused &&
+	       (!g->used || g->used < mult_perc(g->length,
+				reclaim_threshold(m, &m->pools[g->pool])));
+}
+
+int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
+{
+	if (!m->bg_on || !info)
+		return -EINVAL;
+	if (m->bg_taken >= SRSV_BGROUP_RECLAIM_BATCH)
+		return -EBUSY;
+	for (;;) {
+		struct model_bgroup *best = NULL;
+		struct model_pool *p;
+		uint64_t room;
+
+		for (unsigned i = 0; i < m->nr_bgs; i++) {
+			struct model_bgroup *g = &m->bgs[i];
+
+			if (!g->candidate)
+				continue;
+			if (!still_candidate(m, g)) {
+				g->candidate = false;
+				continue;
+			}
+			/* The least used first; the lowest address on ties. */
+			if (!best || g->used < best->used)
+				best = g;
+		}
+		if (!best)
+			return -ENOENT;
+		best->candidate = false;
+		p = &m->pools[best->pool];
+		room = bg_room(best);
+		/* Its free bytes become read-only; if reservations hold
+		 * them, it is skipped (btrfs_inc_block_group_ro(): -ENOSPC). */
+		if (room && !fits(m, p, room, CHARGE_NO_OVERCOMMIT))
+			continue;
+		if (room)
+			claim_add(p, &p->readonly, room);
+		best->ro_bytes = room;
+		best->readonly = true;
+		best->taken = true;
+		m->bg_taken++;
+		bg_info(best, info);
+		return 0;
+	}
+}
+
+static void reclaim_end(struct model *m, struct model_bgroup *g, int result)
+{
+	struct model_pool *p = &m->pools[g->pool];
+
+	g->taken = false;
+	m->bg_taken--;
+	if (!result) {
+		/* Relocated: read-only until the commit returns it. */
+		g->unused = true;
+		m->bgst.reclaimed++;
+		return;
+	}
+	/* Its read-only bytes are free again: tickets may fit. */
+	if (g->ro_bytes) {
+		ctr_sub(&p->readonly, g->ro_bytes);
+		try_grant(m, p);
+	}
+	g->ro_bytes = 0;
+	g->readonly = false;
+	m->bgst.reclaim_failed++;
+}
+
+int model_bgroup_reclaim_done(struct model *m, uint64_t start, int result)
+{
+	struct model_bgroup *g;
+	int gi;
+
+	if (!m->bg_on || result > 0)
+		return -EINVAL;
+	gi = bg_lookup(m, start);
+	if (gi < 0)
+		return -ENOENT;
+	g = &m->bgs[gi];
+	if (g->start != start || !g->taken)
+		return -EINVAL;
+	if (!result && g->used)
+		return -EBUSY;
+	reclaim_end(m, g, result);
+	return 0;
+}
+
+int model_bgroup_reclaim_threshold(const struct model *m, int pool)
+{
+	if (!m->bg_on || !pool_of((struct model *)m, pool))
+		return -EINVAL;
+	return (int)reclaim_threshold(m, &m->pools[pool]);
+}
+
+int model_bgroup_stats(const struct model *m, struct srsv_bgroup_stats *st)
+{
+	if (!m->bg_on)
+		return -EINVAL;
+	*st = m->bgst;
+	st->nr_groups = m->nr_bgs;
+	return 0;
+}
+
+/* RECLAIM_CHUNKS, before the engine: sweep the other pools (the urgent
+ * rule applies by itself when unallocated space is short); the engine is
+ * called if any group is a candidate. */
+static unsigned bg_prepare(struct model *m, int pool)
+{
+	unsigned candidates = 0;
+
+	if (!m->bg_on)
+		return 0;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++)
+		if (m->pools[k].exists && k != pool)
+			sweep(m, k);
+	for (unsigned i = 0; i < m->nr_bgs; i++)
+		candidates += m->bgs[i].candidate;
+	return candidates;
+}
+
+/* After the RECLAIM_CHUNKS callback: the groups left taken end, with 0 if
+ * they are empty, -EAGAIN otherwise. */
+static void bg_finish(struct model *m)
+{
+	for (unsigned i = 0; i < m->nr_bgs && m->bg_taken; i++)
+		if (m->bgs[i].taken)
+			reclaim_end(m, &m->bgs[i],
+				    m->bgs[i].used ? -EAGAIN : 0);
+}
+
+/* btrfs_statfs(), in bytes, as bgroup.h states it. */
+int model_ctx_statfs(const struct model *m, struct srsv_statfs *st)
+{
+	unsigned df = m->bg_on ? m->bgcfg.data_raid_factor : 1;
+	bool mixed = m->pools[SRSV_POOL_MIXED].exists;
+	u128 free_data = 0, free_meta = 0, used_raw = 0, total, used, avail;
+	uint64_t global = m->rsvs[SRSV_RSV_GLOBAL].size;
+	bool meta_full = m->pools[metadata_pool(m)].full;
+
+	if (!st)
+		return -EINVAL;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		const struct model_pool *p = &m->pools[k];
+		unsigned f = p->is_data ? df : m->raid_factor;
+
+		if (!p->exists)
+			continue;
+		if (p->is_data) {
+			/* Read-only and zone-unusable bytes: no write gets
+			 * them. */
+			u128 busy = (u128)p->used + p->readonly +
+				    p->zone_unusable;
+
+			if (p->total > busy)
+				free_data += (p->total - busy) * f;
+		} else if (k == SRSV_POOL_METADATA && p->total > p->used) {
+			free_meta += (u128)(p->total - p->used) * f;
+		}
+		used_raw += (u128)p->used * f;
+	}
+	memset(st, 0, sizeof(*st));
+	total = m->device_bytes / df;
+	used = used_raw / df;
+	total = total > used ? total - used : 0;
+	total = total > global ? total - global : 0;
+	avail = free_data / df + m->unallocated / df;
+	if (!mixed && meta_full &&
+	    (free_meta < STATFS_META_THRESH ||
+	     free_meta - STATFS_META_THRESH < global))
+		avail = 0;
+	st->total = m->device_bytes / df;
+	st->free = (uint64_t)total;
+	st->avail = avail > UINT64_MAX ? UINT64_MAX : (uint64_t)avail;
+	st->metadata_free = mixed ? 0 : free_meta > UINT64_MAX ? UINT64_MAX :
+					(uint64_t)free_meta;
+	st->global_rsv_size = global;
+	st->metadata_full = meta_full;
+	return 0;
 }

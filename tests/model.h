@@ -37,6 +37,19 @@
  *   queue when it becomes fully freed or sparse; passes are bounded by a
  *   batch and stop when they gave back what the flush asked for).
  *
+ * - block groups (bgroup.h) on a ctx that is not zoned: the table of
+ *   chunks, their used and pinned bytes per transaction, return at the
+ *   commit that emptied them (not the last group of a pool, not while
+ *   reservations hold the pool's free space), the reclaim thresholds
+ *   (fixed, and btrfs's calc_dynamic_reclaim_threshold()), the periodic
+ *   sweeps with reclaim marks and the urgent second pass
+ *   (do_reclaim_sweep()), take and done with their read-only bytes, the
+ *   RECLAIM_CHUNKS state (called only with candidates, after a sweep of
+ *   the other pools; groups left taken are ended after it), the rescue
+ *   rounds of the walks (a walk that may commit and is about to fail
+ *   with its pool full runs RECLAIM_CHUNKS and COMMIT_TRANS, at most
+ *   four times), and btrfs_statfs() (srsv_ctx_statfs(), any ctx).
+ *
  * Not modelled: preemptive flushing (the model requires
  * SRSV_CTX_NO_PREEMPT and never enables it), time (timeouts are 0 or
  * "forever" only), threads.
@@ -71,6 +84,11 @@ extern "C" {
 #define MODEL_RSVS (SRSV_RSV_TYPE_COUNT + MODEL_USER_RSVS)
 #define MODEL_QUOTAS 8
 #define MODEL_GROUPS 24
+/* Block groups the model can hold (the fuzzer stays below). */
+#define MODEL_BGROUPS 48
+/* Rescue rounds a walk may run (lib/flush.c: the bound is part of the
+ * documented behaviour, "at most four rounds per walk"). */
+#define MODEL_MAX_RESCUES 4
 /* Callback calls kept in the log (the fuzzer empties it after every call
  * and caps the calls of one input well below this). */
 #define MODEL_LOG 512
@@ -144,6 +162,19 @@ struct model_group {
 	bool on_unused, on_reclaim;	/* queued as a candidate */
 };
 
+/* A block group (a chunk; the model has no zone groups in its chunk
+ * table: block groups are modelled on ctxs that are not zoned). */
+struct model_bgroup {
+	uint64_t start, length;
+	int pool;			/* pool kind (MIXED in a mixed ctx) */
+	uint64_t used;
+	uint64_t pinned[2];		/* freed, by transaction parity */
+	uint64_t pinned_trans[2];
+	uint64_t ro_bytes;		/* its bytes in the pool's readonly */
+	unsigned reclaim_mark;
+	bool readonly, taken, unused, candidate;
+};
+
 /* One call of the flush callback, for comparing the walks. */
 struct model_call {
 	int pool;
@@ -205,6 +236,18 @@ struct model {
 	int reclaim[SRSV_POOL_COUNT][MODEL_GROUPS];
 	unsigned nr_reclaim[SRSV_POOL_COUNT];
 	uint64_t hints, hint_looked, resets, relocations, flush_looked;
+
+	/* Block groups: configured by model_bgroups_init(). */
+	uint64_t device_bytes;
+	bool bg_on;
+	struct srsv_bgroup_config bgcfg;
+	struct model_bgroup bgs[MODEL_BGROUPS];		/* sorted by start */
+	unsigned nr_bgs;
+	uint64_t bg_committed;
+	unsigned bg_taken;
+	uint64_t bg_reclaimable[SRSV_POOL_COUNT];
+	bool bg_ready[SRSV_POOL_COUNT];
+	struct srsv_bgroup_stats bgst;
 
 	/* Inside a flush callback (space, zone or quota). */
 	unsigned in_callback;
@@ -324,6 +367,30 @@ void model_zone_group_info(const struct model *m, int group,
 			   struct srsv_zone_group_info *info);
 void model_zoned_get_info(const struct model *m,
 			  struct srsv_zoned_info *info);
+
+/* ---- block groups (pool: a kind from model_space_of(), -1 for none;
+ * the calls are the library's, with the ctx implied) ---- */
+
+int model_bgroups_init(struct model *m, const struct srsv_bgroup_config *cfg);
+int model_bgroup_add(struct model *m, int pool, uint64_t start,
+		     uint64_t length);
+int model_bgroup_alloc(struct model *m, int pool, uint64_t bytenr,
+		       uint64_t bytes);
+int model_bgroup_free(struct model *m, int pool, uint64_t bytenr,
+		      uint64_t bytes, uint64_t transid);
+int model_ctx_commit_done(struct model *m, uint64_t transid);
+int model_bgroup_remove(struct model *m, int pool, uint64_t start);
+int model_bgroup_get(const struct model *m, uint64_t bytenr,
+		     struct srsv_bgroup_info *info);
+int model_bgroup_next(const struct model *m, uint64_t from,
+		      struct srsv_bgroup_info *info);
+int model_bgroup_find_free(const struct model *m, int pool, uint64_t bytes,
+			   uint64_t *start);
+int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info);
+int model_bgroup_reclaim_done(struct model *m, uint64_t start, int result);
+int model_bgroup_reclaim_threshold(const struct model *m, int pool);
+int model_bgroup_stats(const struct model *m, struct srsv_bgroup_stats *st);
+int model_ctx_statfs(const struct model *m, struct srsv_statfs *st);
 
 /* ---- views, in the library's structs ---- */
 

@@ -11,10 +11,16 @@
  * the engine's script: what the flush callback does for each flush state
  * (unpin, give back held bytes, grow the pool from unallocated space, free
  * allocations, re-enter the library, set an engine error, fail with an
- * errno, ...), what the quota flush and the zone callbacks return.  The
- * rest is a sequence of up to MAX_OPS calls, one opcode and its arguments
- * each, over every public function of the pools, tickets, block
- * reservations, quotas and zones, with sizes that are mostly sensible and
+ * errno, ...), what the quota flush and the zone callbacks return.  With
+ * block groups (a flag bit; never on a zoned ctx, whose table holds its
+ * zones) srsv_bgroups_init() is called with a configuration from the input,
+ * data chunks are a few MiB, and the engine mostly grows pools by adding
+ * groups (ALLOC_CHUNK), reports its commits (COMMIT_TRANS:
+ * srsv_ctx_commit_done()) and relocates candidates (RECLAIM_CHUNKS: take,
+ * find_free, alloc, free, done).  The rest is a sequence of up to MAX_OPS
+ * calls, one opcode and its arguments each, over every public function of
+ * the pools, tickets, block reservations, quotas, zones and block groups,
+ * with sizes that are mostly sensible and
  * sometimes 0, huge, wrapped negative numbers, unknown modes, kinds and
  * flags.  When the bytes run out they read as zeros and the program ends.
  *
@@ -27,7 +33,9 @@
  * of the calls the engine made from inside its callbacks, and the same
  * state: every pool's srsv_space_snapshot() (counters, flags, statistics,
  * the queued tickets in order), every block reservation, every quota,
- * every zone group and the zoned summary.  The first difference aborts
+ * every zone group and the zoned summary, every block group
+ * (srsv_bgroup_next() over the table), the block-group statistics, each
+ * pool's reclaim threshold, and srsv_ctx_statfs().  The first difference aborts
  * with a description, which libFuzzer records as a crash.
  *
  * A MANUAL ctx never runs a worker, so a normal ticket waits for ever
@@ -48,7 +56,7 @@
  * regression points.
  *
  * To read a finding: FUZZ_TRACE=1 in the environment prints each op as it
- * runs, and a mismatch prints the failing op's callback calls on both
+ * runs (and the model's block-group figures after it), and a mismatch prints the failing op's callback calls on both
  * sides.
  *
  * Build with -Dfuzzing=true (clang); tests/fuzz/run-fuzz.sh runs it.  The
@@ -96,6 +104,10 @@
 #define NUSER MODEL_USER_RSVS
 #define NQUOTAS MODEL_QUOTAS
 #define NGROUPS MODEL_GROUPS
+/* Block groups an input may create (the model holds MODEL_BGROUPS). */
+#define BG_CAP (MODEL_BGROUPS - 8)
+/* Candidates the engine's RECLAIM_CHUNKS takes in one call at most. */
+#define RELOCATE_MAX 16
 
 enum side { LIB = 0, MDL = 1 };
 
@@ -112,6 +124,9 @@ enum engine_op {
 	EO_QUOTA_COMMIT,	/* srsv_quota_commit() */
 	EO_SET_ERROR,		/* srsv_ctx_set_error(-EIO) */
 	EO_NESTED,		/* run_pending and shutdown: -EDEADLK */
+	EO_BG_ADD,		/* a block group of arg bytes (ALLOC_CHUNK) */
+	EO_BG_COMMIT,		/* srsv_ctx_commit_done() of its transaction */
+	EO_BG_RELOCATE,		/* take candidates, move their used bytes */
 	EO_COUNT
 };
 
@@ -132,6 +147,8 @@ struct script {
  * results of the calls it made. */
 struct engine {
 	uint64_t held[SRSV_POOL_COUNT];
+	uint64_t trans;		/* its running transaction (block groups) */
+	uint64_t next_addr;	/* where its next block group goes */
 	uint64_t calls;
 	int inner[INNER_LOG];
 	size_t ninner;
@@ -349,6 +366,102 @@ static int side_release(enum side s, int pool, uint64_t bytes)
 			  model_space_release(&F.m, mdl_pool(pool), bytes);
 }
 
+/* ---- block groups, on either side (pool: a kind as the library takes
+ * it; the model gets the kind it maps to) ---- */
+
+static int side_bg_add(enum side s, int pool, uint64_t start, uint64_t length)
+{
+	return s == LIB ? srsv_bgroup_add(F.ctx, (enum srsv_pool)pool, start,
+					  length) :
+			  model_bgroup_add(&F.m, mdl_pool(pool), start, length);
+}
+
+static int side_bg_alloc(enum side s, int pool, uint64_t at, uint64_t bytes)
+{
+	return s == LIB ? srsv_bgroup_alloc(F.ctx, (enum srsv_pool)pool, at,
+					    bytes) :
+			  model_bgroup_alloc(&F.m, mdl_pool(pool), at, bytes);
+}
+
+static int side_bg_free(enum side s, int pool, uint64_t at, uint64_t bytes,
+			uint64_t transid)
+{
+	return s == LIB ? srsv_bgroup_free(F.ctx, (enum srsv_pool)pool, at,
+					   bytes, transid) :
+			  model_bgroup_free(&F.m, mdl_pool(pool), at, bytes,
+					    transid);
+}
+
+static int side_commit_done(enum side s, uint64_t transid)
+{
+	return s == LIB ? srsv_ctx_commit_done(F.ctx, transid) :
+			  model_ctx_commit_done(&F.m, transid);
+}
+
+static int side_bg_take(enum side s, struct srsv_bgroup_info *info)
+{
+	return s == LIB ? srsv_bgroup_reclaim_take(F.ctx, info) :
+			  model_bgroup_reclaim_take(&F.m, info);
+}
+
+static int side_bg_done(enum side s, uint64_t start, int result)
+{
+	return s == LIB ? srsv_bgroup_reclaim_done(F.ctx, start, result) :
+			  model_bgroup_reclaim_done(&F.m, start, result);
+}
+
+static int side_bg_find_free(enum side s, int pool, uint64_t bytes,
+			     uint64_t *start)
+{
+	return s == LIB ? srsv_bgroup_find_free(F.ctx, (enum srsv_pool)pool,
+						bytes, start) :
+			  model_bgroup_find_free(&F.m, mdl_pool(pool), bytes,
+						 start);
+}
+
+static uint64_t side_bg_count(enum side s)
+{
+	struct srsv_bgroup_stats st;
+
+	if (s == MDL)
+		return F.m.nr_bgs;
+	return srsv_bgroup_stats(F.ctx, &st) ? 0 : st.nr_groups;
+}
+
+/*
+ * The engine's RECLAIM_CHUNKS: take each candidate, copy its used bytes
+ * into the lowest group with room (find_free + alloc), free the old copy
+ * in its running transaction, and end the reclaim (0, or find_free's
+ * error when nothing had room).  Everything it sees goes to the inner log.
+ */
+static void engine_relocate(enum side s)
+{
+	struct engine *e = &F.eng[s];
+
+	for (int n = 0; n < RELOCATE_MAX; n++) {
+		struct srsv_bgroup_info t;
+		uint64_t to = 0;
+		int r = side_bg_take(s, &t), ret = 0;
+
+		inner(s, r);
+		if (r)
+			return;
+		inner(s, (int)(t.start >> 12));
+		inner(s, (int)(t.used >> 12));
+		if (t.used) {
+			ret = side_bg_find_free(s, t.pool, t.used, &to);
+			inner(s, ret);
+		}
+		if (t.used && !ret) {
+			inner(s, (int)(to >> 12));
+			inner(s, side_bg_alloc(s, t.pool, to, t.used));
+			inner(s, side_bg_free(s, t.pool, t.start, t.used,
+					      e->trans));
+		}
+		inner(s, side_bg_done(s, t.start, ret));
+	}
+}
+
 /* The engine's reaction to @state in @pool (a pool kind as the library
  * reports it: MIXED in a mixed ctx). */
 static int engine_act(enum side s, int pool, int state)
@@ -452,6 +565,28 @@ static int engine_act(enum side s, int pool, int state)
 			 model_ctx_run_pending(&F.m));
 		inner(s, s == LIB ? srsv_ctx_shutdown(F.ctx) :
 			 model_ctx_shutdown(&F.m));
+		break;
+	case EO_BG_ADD:
+		/* A chunk from unallocated space, as ALLOC_CHUNK does. */
+		if (side_bg_count(s) >= BG_CAP) {
+			ret = -ENOSPC;
+			break;
+		}
+		r = side_bg_add(s, pool, e->next_addr, a->arg);
+		inner(s, r);
+		if (!r)
+			e->next_addr += a->arg;
+		else if (r == -ENOSPC)
+			ret = -ENOSPC;
+		break;
+	case EO_BG_COMMIT:
+		r = side_commit_done(s, e->trans);
+		inner(s, r);
+		if (r >= 0)
+			e->trans++;
+		break;
+	case EO_BG_RELOCATE:
+		engine_relocate(s);
 		break;
 	default:
 		break;
@@ -707,6 +842,52 @@ static void compare_zones(void)
 	}
 }
 
+/* The block-group table, its statistics and statfs. */
+static void compare_bgroups(void)
+{
+	struct srsv_bgroup_stats a, b;
+	struct srsv_bgroup_info gi, mi;
+	struct srsv_statfs la, mb;
+	uint64_t from = 0;
+	int lret, mret;
+
+	EQ("ctx_statfs", srsv_ctx_statfs(F.ctx, &la), model_ctx_statfs(&F.m, &mb));
+	EQ("statfs total", la.total, mb.total);
+	EQ("statfs free", la.free, mb.free);
+	EQ("statfs avail", la.avail, mb.avail);
+	EQ("statfs metadata_free", la.metadata_free, mb.metadata_free);
+	EQ("statfs global_rsv_size", la.global_rsv_size, mb.global_rsv_size);
+	EQ("statfs metadata_full", la.metadata_full, mb.metadata_full);
+	/* A zoned ctx's table holds its zones (compared as zone groups). */
+	if (F.m.flags & SRSV_CTX_ZONED)
+		return;
+	lret = srsv_bgroup_stats(F.ctx, &a);
+	mret = model_bgroup_stats(&F.m, &b);
+	EQ("bgroup_stats", lret, mret);
+	if (lret)
+		return;
+#define S_(x) EQ("bgroup stats " #x, a.x, b.x)
+	S_(nr_groups); S_(added); S_(returned); S_(reclaimed);
+	S_(reclaim_failed); S_(sweeps); S_(marked); S_(committed);
+#undef S_
+	for (int k = 0; k < SRSV_POOL_COUNT; k++)
+		EQ("bgroup_reclaim_threshold",
+		   srsv_bgroup_reclaim_threshold(F.ctx, (enum srsv_pool)k),
+		   model_bgroup_reclaim_threshold(&F.m, mdl_pool(k)));
+	for (;;) {
+		lret = srsv_bgroup_next(F.ctx, from, &gi);
+		mret = model_bgroup_next(&F.m, from, &mi);
+		EQ("bgroup_next", lret, mret);
+		if (lret)
+			break;
+#define B_(x) EQ("bgroup " #x, gi.x, mi.x)
+		B_(start); B_(length); B_(used); B_(pinned); B_(pool);
+		B_(reclaim_mark); B_(readonly); B_(unused); B_(candidate);
+#undef B_
+		from = gi.start + gi.length;
+	}
+}
+
 static void compare_all(void)
 {
 	EQ("callback calls", F.log_total, F.m.log_total);
@@ -727,6 +908,7 @@ static void compare_all(void)
 	compare_rsvs();
 	compare_quotas();
 	compare_zones();
+	compare_bgroups();
 	/* The logs are per op: start the next op with empty ones. */
 	F.log_len = 0;
 	F.m.log_len = 0;
@@ -792,6 +974,36 @@ static void rd_script_state(int state)
 	a->ret = rd_errno();
 }
 
+/* srsv_bgroups_init() on both sides, from the input; sometimes bad. */
+static void bg_init_from_input(void)
+{
+	union {
+		struct srsv_bgroup_config cfg;
+		unsigned char bytes[sizeof(struct srsv_bgroup_config) + 8];
+	} u;
+	uint8_t b = rd8();
+
+	memset(&u, 0, sizeof(u));
+	srsv_bgroup_config_init(&u.cfg);
+	u.cfg.dynamic_reclaim = b & 1;
+	u.cfg.periodic_reclaim = b & 2;
+	u.cfg.reclaim_threshold_pct = rd8() % 102;	/* 101: -EINVAL */
+	u.cfg.data_raid_factor = rd8() < 200 ? 1 + rd8() % 2 : rd8() % 6;
+	if ((b & 0xf0) == 0xf0)
+		u.cfg.size--;				/* too small */
+	else if ((b & 0xf0) == 0xe0)
+		u.cfg.size += 8;			/* zero tail: fine */
+	else if ((b & 0xf0) == 0xd0) {
+		u.cfg.size += 8;
+		u.bytes[sizeof(u.cfg) + 3] = 1;		/* unknown: -EINVAL */
+	}
+	/* A zoned ctx's table holds zone groups: not modelled. */
+	if (F.m.flags & SRSV_CTX_ZONED)
+		return;
+	EQ("bgroups_init", srsv_bgroups_init(F.ctx, &u.cfg),
+	   model_bgroups_init(&F.m, &u.cfg));
+}
+
 static int setup(void)
 {
 	struct srsv_config cfg;
@@ -835,6 +1047,34 @@ static int setup(void)
 	rd_states(&cfg.evict_states, false);
 	for (int s = 1; s < SRSV_STATE_COUNT; s++)
 		rd_script_state(s);
+	/* Block groups: an engine that grows pools by chunks, reports its
+	 * commits and relocates, most of the time. */
+	if (flags & 8) {
+		static const int states[] = {
+			SRSV_STATE_ALLOC_CHUNK, SRSV_STATE_ALLOC_CHUNK_FORCE,
+			SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RECLAIM_CHUNKS,
+		};
+		static const int acts[] = {
+			EO_BG_ADD, EO_BG_ADD, EO_BG_COMMIT, EO_BG_RELOCATE,
+		};
+
+		/* Chunks of a few MiB: sweeps get ready, reclaim gets urgent
+		 * and the dynamic threshold moves within a small device. */
+		cfg.data_chunk_bytes = (uint64_t)(rd8() % 8 + 1) * MiB;
+		for (int i = 0; i < 4; i++) {
+			struct action *a = &F.script.state[states[i]];
+
+			if (rd8() >= 192)
+				continue;
+			a->op = acts[i];
+			a->arg = (uint64_t)(rd8() % 8 + 1) * MiB;
+			a->ret = 0;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		F.eng[i].trans = 1;
+		F.eng[i].next_addr = UINT64_C(1) << 40;
+	}
 	F.script.quota_ret = rd8() % 4 == 0 ? -EIO : 0;
 	F.script.reset_ret = rd8() % 4 == 0 ? -EIO : 0;
 
@@ -845,6 +1085,10 @@ static int setup(void)
 		return lret;
 	model_set_hooks(&F.m, &hooks);
 	compare_all();
+	if (flags & 8) {
+		bg_init_from_input();
+		compare_all();
+	}
 	return 0;
 }
 
@@ -1531,6 +1775,156 @@ static void op_zone(int which)
 	check_bgroup_view(mdl_group(g));
 }
 
+/* ---- block groups ---- */
+
+/* A group's address most of the time (its start, or a byte inside),
+ * sometimes an address no group may cover; *@g the model's group or
+ * NULL. */
+static uint64_t bg_addr(const struct model_bgroup **g)
+{
+	uint8_t b = rd8();
+
+	*g = NULL;
+	if (F.m.nr_bgs && b < 224) {
+		*g = &F.m.bgs[rd8() % F.m.nr_bgs];
+		return (*g)->start + (b < 192 ? 0 : rd64() % (*g)->length);
+	}
+	return b < 240 ? (uint64_t)rd8() * 4 * MiB : rd64();
+}
+
+/* The group's own pool most of the time, else any (or NULL). */
+static int bg_pool(const struct model_bgroup *g)
+{
+	return g && rd8() < 224 ? g->pool : rd_pool();
+}
+
+/* The engine's running transaction mostly; 0; or an older or newer one. */
+static uint64_t rd_transid(void)
+{
+	uint8_t b = rd8();
+	uint64_t t = F.eng[MDL].trans;
+
+	if (b < 200)
+		return t;
+	if (b < 230)
+		return 0;
+	return rd8() % (t + 3);
+}
+
+/* A commit reported by an op moves both engines' transactions past it. */
+static void note_commit(uint64_t transid)
+{
+	for (int i = 0; i < 2; i++)
+		if (F.eng[i].trans <= transid)
+			F.eng[i].trans = transid + 1;
+}
+
+static void op_bg_add(void)
+{
+	int pool = rd_pool();
+	uint64_t start = rd8() < 240 ? (uint64_t)rd8() * 4 * MiB : rd64();
+	uint64_t length = rd8() < 224 ? (uint64_t)(rd8() % 16 + 1) * MiB :
+			  rd_size();
+
+	if (F.m.nr_bgs >= BG_CAP)
+		return;
+	EQ("bgroup_add", side_bg_add(LIB, pool, start, length),
+	   side_bg_add(MDL, pool, start, length));
+}
+
+static void op_bg_extent(bool alloc)
+{
+	const struct model_bgroup *g;
+	uint64_t at = bg_addr(&g), bytes, transid;
+	int pool = bg_pool(g);
+
+	if (alloc) {
+		bytes = rd_part(g ? g->length - g->used - g->pinned[0] -
+				    g->pinned[1] : 0);
+		F.opname = "bgroup_alloc";
+		EQ("bgroup_alloc", side_bg_alloc(LIB, pool, at, bytes),
+		   side_bg_alloc(MDL, pool, at, bytes));
+		return;
+	}
+	/* More than used now and then: -EINVAL, nothing changed. */
+	bytes = rd_part(g ? g->used : 0);
+	transid = rd_transid();
+	F.opname = "bgroup_free";
+	EQ("bgroup_free", side_bg_free(LIB, pool, at, bytes, transid),
+	   side_bg_free(MDL, pool, at, bytes, transid));
+}
+
+static void op_bg_commit(void)
+{
+	uint64_t transid = rd_transid();
+	int lret = side_commit_done(LIB, transid);
+
+	EQ("ctx_commit_done", lret, side_commit_done(MDL, transid));
+	if (lret >= 0)
+		note_commit(transid);
+}
+
+static void op_bg_remove(void)
+{
+	const struct model_bgroup *g;
+	uint64_t at = bg_addr(&g);
+	int pool = bg_pool(g);
+
+	EQ("bgroup_remove", srsv_bgroup_remove(F.ctx, (enum srsv_pool)pool, at),
+	   model_bgroup_remove(&F.m, mdl_pool(pool), at));
+}
+
+static void op_bg_reclaim(void)
+{
+	struct srsv_bgroup_info a, b;
+	const struct model_bgroup *g;
+	uint64_t at;
+	int lret, result;
+
+	if (rd8() & 1) {
+		F.opname = "bgroup_reclaim_take";
+		lret = side_bg_take(LIB, &a);
+		EQ("bgroup_reclaim_take", lret, side_bg_take(MDL, &b));
+		if (!lret) {
+			EQ("reclaim_take start", a.start, b.start);
+			EQ("reclaim_take used", a.used, b.used);
+		}
+		return;
+	}
+	at = bg_addr(&g);
+	result = rd8() < 128 ? 0 : rd8() < 240 ? -EIO : 1;
+	F.opname = "bgroup_reclaim_done";
+	EQ("bgroup_reclaim_done", side_bg_done(LIB, at, result),
+	   side_bg_done(MDL, at, result));
+}
+
+static void op_bg_query(void)
+{
+	struct srsv_bgroup_info a, b;
+	const struct model_bgroup *g;
+	uint64_t at = bg_addr(&g), bytes = rd_size(), ls = 0, ms = 0;
+	int pool = bg_pool(g), lret;
+
+	lret = side_bg_find_free(LIB, pool, bytes, &ls);
+	EQ("bgroup_find_free", lret, side_bg_find_free(MDL, pool, bytes, &ms));
+	if (!lret)
+		EQ("bgroup_find_free start", ls, ms);
+	/* A zoned ctx answers queries from its zone table. */
+	if (F.m.flags & SRSV_CTX_ZONED)
+		return;
+	lret = srsv_bgroup_get(F.ctx, at, &a);
+	EQ("bgroup_get", lret, model_bgroup_get(&F.m, at, &b));
+	if (!lret) {
+		EQ("bgroup_get start", a.start, b.start);
+		EQ("bgroup_get used", a.used, b.used);
+	}
+	EQ("bgroup_get NULL", srsv_bgroup_get(F.ctx, at, NULL), -EINVAL);
+	EQ("bgroup_next NULL", srsv_bgroup_next(F.ctx, at, NULL), -EINVAL);
+	EQ("bgroup_reclaim_take NULL", srsv_bgroup_reclaim_take(F.ctx, NULL),
+	   -EINVAL);
+	EQ("ctx_statfs NULL", srsv_ctx_statfs(F.ctx, NULL), -EINVAL);
+}
+
 static void op_rescript(void)
 {
 	int state = 1 + rd8() % (SRSV_STATE_COUNT - 1);
@@ -1546,22 +1940,24 @@ enum {
 	OP_RSV_ADD, OP_RSV_REFILL, OP_RSV_USE, OP_RSV_MIGRATE, OP_RSV_CHECK,
 	OP_RSV_RELEASE, OP_RSV_FALLBACK, OP_RSV_FAILFAST, OP_GLOBAL,
 	OP_QUOTA_CREATE, OP_QUOTA, OP_ZONED_INIT, OP_ZONE_ADD, OP_ZONE,
-	OP_ENABLE_STATE, OP_RESCRIPT, OP_COUNT
+	OP_ENABLE_STATE, OP_BG_INIT, OP_BG_ADD, OP_BG_ALLOC, OP_BG_FREE,
+	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY, OP_RESCRIPT,
+	OP_COUNT
 };
 
 static const struct {
 	const char *name;
 	unsigned weight;
 } ops[OP_COUNT] = {
-	[OP_RESERVE] = { "space_reserve", 20 },
+	[OP_RESERVE] = { "space_reserve", 18 },
 	[OP_RESERVE_T0] = { "space_reserve_timeout(0)", 6 },
-	[OP_TICKET] = { "ticket_reserve", 16 },
+	[OP_TICKET] = { "ticket_reserve", 14 },
 	[OP_WAIT0] = { "ticket_wait(0)", 8 },
 	[OP_WAIT] = { "ticket_wait(forever)", 8 },
 	[OP_CANCEL] = { "ticket_cancel", 6 },
 	[OP_RUN] = { "ctx_run_pending", 14 },
 	[OP_RELEASE] = { "space_release", 14 },
-	[OP_TRANSITION] = { "transition", 30 },
+	[OP_TRANSITION] = { "transition", 24 },
 	[OP_READONLY] = { "space_set_readonly", 3 },
 	[OP_FULL] = { "space_set_full", 3 },
 	[OP_UNALLOC] = { "ctx_set_unallocated", 4 },
@@ -1580,11 +1976,19 @@ static const struct {
 	[OP_RSV_FAILFAST] = { "rsv_set_failfast", 2 },
 	[OP_GLOBAL] = { "ctx_resize_global_rsv", 4 },
 	[OP_QUOTA_CREATE] = { "quota_create", 4 },
-	[OP_QUOTA] = { "quota", 20 },
+	[OP_QUOTA] = { "quota", 16 },
 	[OP_ZONED_INIT] = { "zoned_init", 3 },
 	[OP_ZONE_ADD] = { "zone_group_add", 6 },
-	[OP_ZONE] = { "zone", 20 },
+	[OP_ZONE] = { "zone", 16 },
 	[OP_ENABLE_STATE] = { "space_enable_state", 2 },
+	[OP_BG_INIT] = { "bgroups_init", 2 },
+	[OP_BG_ADD] = { "bgroup_add", 5 },
+	[OP_BG_ALLOC] = { "bgroup_alloc", 6 },
+	[OP_BG_FREE] = { "bgroup_free", 5 },
+	[OP_BG_COMMIT] = { "ctx_commit_done", 4 },
+	[OP_BG_REMOVE] = { "bgroup_remove", 2 },
+	[OP_BG_RECLAIM] = { "bgroup_reclaim", 3 },
+	[OP_BG_QUERY] = { "bgroup_query", 2 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -1642,8 +2046,28 @@ static void run_op(int op)
 	case OP_ZONED_INIT: op_zoned_init(); break;
 	case OP_ZONE_ADD: op_zone_add(); break;
 	case OP_ZONE: op_zone(rd8() % 8); break;
+	case OP_BG_INIT: bg_init_from_input(); break;
+	case OP_BG_ADD: op_bg_add(); break;
+	case OP_BG_ALLOC: op_bg_extent(true); break;
+	case OP_BG_FREE: op_bg_extent(false); break;
+	case OP_BG_COMMIT: op_bg_commit(); break;
+	case OP_BG_REMOVE: op_bg_remove(); break;
+	case OP_BG_RECLAIM: op_bg_reclaim(); break;
+	case OP_BG_QUERY: op_bg_query(); break;
 	default: op_rescript(); break;
 	}
+	if (trace && F.m.bg_on)
+		fprintf(stderr, "  groups %u added %llu returned %llu sweeps %llu "
+			"marked %llu reclaimed %llu failed %llu unallocated %llu "
+			"callbacks %llu\n", F.m.nr_bgs,
+			(unsigned long long)F.m.bgst.added,
+			(unsigned long long)F.m.bgst.returned,
+			(unsigned long long)F.m.bgst.sweeps,
+			(unsigned long long)F.m.bgst.marked,
+			(unsigned long long)F.m.bgst.reclaimed,
+			(unsigned long long)F.m.bgst.reclaim_failed,
+			(unsigned long long)F.m.unallocated,
+			(unsigned long long)F.m.log_total);
 	compare_all();
 }
 
