@@ -19,6 +19,14 @@
  * thread owns a tenant (reserve every kind, release, convert, commit,
  * charge_used, free_used) whose limit makes the quota flush run.  The
  * delalloc helper in NOFLUSH and NOWAIT mode, finished or released.
+ * Block groups: each thread owns at most one 256 KiB group of the SYSTEM
+ * pool at a time (the pools the checkpoints weigh keep their totals): it
+ * adds one from unallocated space, places extents in it, frees them in the
+ * running transaction (or at once), and finds it gone once the commit
+ * after it emptied it returned it; the engine's commits report
+ * srsv_ctx_commit_done() while the threads place and free.  Reclaim
+ * thresholds are off: relocation is the fuzzer's and
+ * tests/test_bgroup_rescue.c's.
  *
  * THE ENGINE
  *
@@ -40,7 +48,9 @@
  * - no ticket queued; every ticket ended exactly once: the pools'
  *   tickets_granted / tickets_failed grew by exactly the number of queued
  *   tickets the threads saw granted / fail;
- * - every tenant's quota equals its thread's books.
+ * - every tenant's quota equals its thread's books;
+ * - every thread's group holds exactly the bytes its books say, or is
+ *   gone and the books say 0.
  * At the end everything is given back and every counter must be at its
  * start.
  *
@@ -88,6 +98,10 @@
 #define QUOTA_LIMIT (2 * MiB)
 /* Delalloc reservations a thread keeps open at once. */
 #define MAX_DELALLOC 4
+/* A thread's block group (SYSTEM pool). */
+#define BG_BYTES (256 * KiB)
+/* Tries of a free whose transaction committed meanwhile. */
+#define BG_FREE_TRIES 100000
 
 enum { P_DATA = 0, P_META = 1, NR_POOLS = 2 };
 
@@ -119,6 +133,9 @@ struct worker {
 	uint64_t tickets, tickets_granted, tickets_failed, granted_at_once;
 	uint64_t ops, unexpected;
 	char first_unexpected[200];
+	/* Its block group, if it has one, and the bytes placed in it. */
+	bool bg_have;
+	uint64_t bg_start, bg_used, bg_added, bg_gone;
 };
 
 static struct {
@@ -134,6 +151,9 @@ static struct {
 	uint64_t quota_freed[NR_THREADS];
 	/* The main thread's own books (the delayed-refs room it made). */
 	uint64_t main_held_meta;
+	/* Block groups: the running transaction (the engine's commits
+	 * report it and move on) and the next group's address. */
+	uint64_t trans, next_addr;
 } G;
 
 static uint64_t next_rand(uint64_t *s)
@@ -196,10 +216,16 @@ static int engine_commit(struct esim *sim, struct srsv_space *space,
 	(void)state;
 	(void)bytes;
 	(void)arg;
-	if (srsv_space_snapshot(space, &info, NULL, 0, NULL) || !info.pinned)
-		return 0;
-	if (srsv_space_unpin(space, info.pinned) == 0)
+	uint64_t t;
+
+	if (!srsv_space_snapshot(space, &info, NULL, 0, NULL) && info.pinned &&
+	    srsv_space_unpin(space, info.pinned) == 0)
 		add_atomic(&G.unpinned_by_engine[info.kind], info.pinned);
+	/* The block groups' half: transaction t committed.  A flusher of
+	 * another pool racing us reports the same t and gets -EINVAL. */
+	t = __atomic_load_n(&G.trans, __ATOMIC_ACQUIRE);
+	if (srsv_ctx_commit_done(G.sim->ctx, t) >= 0)
+		__atomic_store_n(&G.trans, t + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -536,6 +562,83 @@ static void op_delalloc(struct worker *w)
 	}
 }
 
+/* ---- block groups ---- */
+
+/* Free @n of the thread's group in the running transaction (or at once
+ * with @now); a transaction that committed since it was read is read
+ * again. */
+static int bg_free(struct worker *w, uint64_t n, bool now)
+{
+	int ret = -EINVAL;
+
+	for (int i = 0; i < BG_FREE_TRIES && ret == -EINVAL; i++) {
+		uint64_t t = now ? 0 : __atomic_load_n(&G.trans,
+						       __ATOMIC_ACQUIRE);
+
+		ret = srsv_bgroup_free(w->ctx, SRSV_POOL_SYSTEM, w->bg_start,
+				       n, t);
+		if (now)
+			break;
+	}
+	return ret;
+}
+
+static void op_bgroup(struct worker *w)
+{
+	struct srsv_bgroup_info gi;
+	uint64_t n;
+	int ret;
+
+	if (!w->bg_have) {
+		uint64_t at = __atomic_fetch_add(&G.next_addr, BG_BYTES,
+						 __ATOMIC_RELAXED);
+
+		ret = srsv_bgroup_add(w->ctx, SRSV_POOL_SYSTEM, at, BG_BYTES);
+		if (!ret) {
+			w->bg_have = true;
+			w->bg_start = at;
+			w->bg_used = 0;
+			w->bg_added++;
+		} else if (ret != -ENOSPC) {
+			unexpected(w, "bgroup_add", ret);
+		}
+		return;
+	}
+	ret = srsv_bgroup_get(w->ctx, w->bg_start, &gi);
+	/* Emptied, and returned by the commit after that. */
+	if (ret == -ENOENT && !w->bg_used) {
+		w->bg_have = false;
+		w->bg_gone++;
+		return;
+	}
+	if (!must(w, "bgroup_get", ret))
+		return;
+	if (gi.used != w->bg_used || gi.start != w->bg_start ||
+	    gi.used + gi.pinned > gi.length || gi.readonly) {
+		unexpected(w, "bgroup_get: used", (int)gi.used);
+		return;
+	}
+	if (rnd(w, 2)) {
+		/* Room only grows meanwhile (a commit frees pinned bytes),
+		 * but an empty group may go back. */
+		n = rand_part(w, gi.length - gi.used - gi.pinned);
+		if (!n)
+			return;
+		ret = srsv_bgroup_alloc(w->ctx, SRSV_POOL_SYSTEM, w->bg_start,
+					n);
+		if (ret == -ENOENT && !w->bg_used) {
+			w->bg_have = false;
+			w->bg_gone++;
+		} else if (must(w, "bgroup_alloc", ret)) {
+			w->bg_used += n;
+		}
+		return;
+	}
+	n = rand_part(w, w->bg_used);
+	if (n && must(w, "bgroup_free", bg_free(w, n, !rnd(w, 4))))
+		w->bg_used -= n;
+}
+
 static void one_op(struct worker *w)
 {
 	int p = (int)rnd(w, NR_POOLS);
@@ -565,10 +668,14 @@ static void one_op(struct worker *w)
 		}
 		return;
 	}
-	switch (rnd(w, 16)) {
+	switch (rnd(w, 18)) {
 	case 0:
 	case 1:
 		op_ticket(w, p);
+		break;
+	case 16:
+	case 17:
+		op_bgroup(w);
 		break;
 	case 2:
 		op_reserve_nowait(w, p);
@@ -768,6 +875,17 @@ static void checkpoint(const struct start_state *st, uint64_t seed,
 		ck_assert_uint_eq(qi.used, w->b.quota_used);
 		ck_assert_uint_eq(qi.charged, qi.used + qi.reserved[0] +
 				  qi.reserved[1] + qi.reserved[2]);
+		if (w->bg_have) {
+			struct srsv_bgroup_info gi;
+			int ret = srsv_bgroup_get(ctx, w->bg_start, &gi);
+
+			ck_assert_msg(ret == 0 ? gi.used == w->bg_used :
+				      ret == -ENOENT && !w->bg_used,
+				      "%s: thread %d's group: %d, used %" PRIu64
+				      ", books %" PRIu64 " (seed %" PRIu64 ")",
+				      when, i, ret, ret ? 0 : gi.used,
+				      w->bg_used, seed);
+		}
 	}
 	rsvs += std_reserved(ctx);
 	held[P_META] += G.main_held_meta;
@@ -862,6 +980,9 @@ static void release_all(struct worker *w)
 		}
 		b->held[p] = b->allocated[p] = b->used[p] = 0;
 	}
+	if (w->bg_used)
+		ck_assert_int_eq(bg_free(w, w->bg_used, false), 0);
+	w->bg_used = 0;
 	ck_assert_int_eq(srsv_rsv_destroy(&w->rsv), 0);
 	quota_settle(w);
 	for (int k = 0; k < SRSV_QUOTA_KIND_COUNT; k++)
@@ -926,6 +1047,16 @@ START_TEST(test_model_based_stress)
 	 * heuristic see a delalloc workload. */
 	ck_assert_int_eq(esim_ctx_create(G.sim, &cfg), 0);
 	ck_assert_int_eq(srsv_ctx_account_delalloc(G.sim->ctx, 64 * MiB, 0), 0);
+	{
+		struct srsv_bgroup_config bc;
+
+		ck_assert_int_eq(srsv_bgroup_config_init(&bc), 0);
+		bc.dynamic_reclaim = false;
+		bc.periodic_reclaim = false;
+		ck_assert_int_eq(srsv_bgroups_init(G.sim->ctx, &bc), 0);
+		G.trans = 1;
+		G.next_addr = UINT64_C(1) << 40;
+	}
 	script_engine(G.sim);
 	pools[P_DATA] = esim_space(G.sim, SRSV_POOL_DATA);
 	pools[P_META] = esim_space(G.sim, SRSV_POOL_METADATA);
@@ -1010,6 +1141,32 @@ START_TEST(test_model_based_stress)
 		 * more: no flush runs now). */
 		if (engine)
 			ck_assert_int_eq(srsv_space_release(pools[p], engine), 0);
+	}
+	/* Block groups: the last frees commit, the emptied groups go back
+	 * (the last one of the pool by hand), unallocated is whole again. */
+	{
+		struct srsv_bgroup_stats bst;
+		struct srsv_bgroup_info gi;
+		uint64_t added = 0, gone = 0;
+
+		ck_assert_int_ge(srsv_ctx_commit_done(G.sim->ctx, G.trans), 0);
+		while (srsv_bgroup_next(G.sim->ctx, 0, &gi) == 0) {
+			ck_assert_uint_eq(gi.used + gi.pinned, 0);
+			ck_assert_int_eq(srsv_bgroup_remove(G.sim->ctx,
+					 SRSV_POOL_SYSTEM, gi.start), 0);
+		}
+		ck_assert_int_eq(srsv_bgroup_stats(G.sim->ctx, &bst), 0);
+		for (int i = 0; i < NR_THREADS; i++) {
+			added += G.w[i].bg_added;
+			gone += G.w[i].bg_gone;
+		}
+		ck_assert_uint_eq(bst.added, added);
+		ck_assert_uint_eq(bst.returned, added);
+		ck_assert_uint_le(gone, added);
+		ck_assert_uint_eq(srsv_ctx_unallocated(G.sim->ctx), UNALLOCATED);
+		printf("# mbstress: %" PRIu64 " block groups, %" PRIu64
+		       " returned at a commit while in use, %" PRIu64
+		       " transactions\n", added, gone, G.trans);
 	}
 	/* The standard rsvs back to their start: the delayed-refs room is
 	 * dropped, the global reserve refilled to its size. */
