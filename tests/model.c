@@ -2476,6 +2476,7 @@ static int bg_lookup(const struct model *m, uint64_t addr)
 static void bg_info(const struct model_bgroup *g, struct srsv_bgroup_info *info)
 {
 	memset(info, 0, sizeof(*info));
+	info->size = sizeof(*info);
 	info->start = g->start;
 	info->length = g->length;
 	info->used = g->used;

@@ -881,7 +881,7 @@ static void compare_bgroups(void)
 		if (lret)
 			break;
 #define B_(x) EQ("bgroup " #x, gi.x, mi.x)
-		B_(start); B_(length); B_(used); B_(pinned); B_(pool);
+		B_(size); B_(start); B_(length); B_(used); B_(pinned); B_(pool);
 		B_(reclaim_mark); B_(readonly); B_(unused); B_(candidate);
 #undef B_
 		from = gi.start + gi.length;
