@@ -552,6 +552,13 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 			fs->wb_tail = e;
 			e->queued = true;
 			fs->nr_queued++;
+			e->inext = NULL;
+			e->iprev = ino->q_tail;
+			if (ino->q_tail)
+				ino->q_tail->inext = e;
+			else
+				ino->q_head = e;
+			ino->q_tail = e;
 			ino->nr_extents++;
 		}
 		pthread_mutex_unlock(&fs->wb_lock);
@@ -856,6 +863,15 @@ static void fifo_remove(struct sfs *fs, struct extent *e)
 	else
 		fs->wb_tail = e->prev;
 	e->prev = e->next = NULL;
+	if (e->iprev)
+		e->iprev->inext = e->inext;
+	else
+		e->ino->q_head = e->inext;
+	if (e->inext)
+		e->inext->iprev = e->iprev;
+	else
+		e->ino->q_tail = e->iprev;
+	e->iprev = e->inext = NULL;
 	e->queued = false;
 	fs->nr_queued--;
 }
@@ -921,16 +937,14 @@ void sfs__writeback_all(struct sfs *fs)
 	}
 }
 
-/* Take every queued extent of @ino off the FIFO, oldest first. */
+/* Take every queued extent of @ino off the FIFO, oldest first (its own
+ * queue: the FIFO can hold thousands of other files' extents). */
 static struct extent *take_inode_extents(struct sfs *fs, struct sinode *ino)
 {
-	struct extent *list = NULL, **tail = &list, *e, *next;
+	struct extent *list = NULL, **tail = &list, *e;
 
 	pthread_mutex_lock(&fs->wb_lock);
-	for (e = fs->wb_head; e; e = next) {
-		next = e->next;
-		if (e->ino != ino)
-			continue;
+	while ((e = ino->q_head)) {
 		fifo_remove(fs, e);
 		*tail = e;
 		tail = &e->next;

@@ -79,6 +79,8 @@ struct page {
  */
 struct extent {
 	struct extent *prev, *next;	/* FIFO of queued extents (wb_lock) */
+	struct extent *iprev, *inext;	/* the file's queued extents, oldest
+					 * first (wb_lock) */
 	struct sinode *ino;
 	struct srsv_delalloc_resv resv;	/* empty if in_place */
 	bool queued;			/* on the FIFO (wb_lock) */
@@ -124,6 +126,9 @@ struct sinode {
 
 	/* wb_lock */
 	unsigned nr_extents;		/* extents not finished yet */
+	struct extent *q_head, *q_tail;	/* its extents on the FIFO: fsync,
+					 * truncate and delete take them
+					 * without walking the whole FIFO */
 
 	/* trans_lock */
 	bool deleted;			/* last link gone: no items any more */
