@@ -520,7 +520,7 @@ client_rocksdb() {
 	t1=$(now)
 	R_STORED=$(stored "$db")
 	echo "$out" >"$WORK/rocksdb.$FS.log"
-	log "  db_bench fill: exit $rc, $(echo "$out" | grep -iE "error|No space|Assertion" | head -n 1 | cut -c1-200); stored $R_STORED"
+	log "  db_bench fill: exit $rc, $(echo "$out" | grep -iE "error|No space|Assertion" | head -n 1 | cut -c1-200); stored $R_STORED, df available then $(df_avail "$MNT")"
 	if echo "$out" | grep -q "No space left on device"; then
 		R_ENOSPC=1
 	elif [ $rc = 124 ]; then
