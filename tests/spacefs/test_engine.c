@@ -288,8 +288,8 @@ END_TEST
 
 /*
  * Underused chunks are relocated: fill the file system with 1 MiB files,
- * delete all but every sixteenth (each data chunk keeps a little live
- * data, none is empty), commit, then create small files.  The metadata
+ * delete all but every sixteenth (each 16 MiB data chunk keeps one live
+ * file, none is empty), commit, then create small files.  The metadata
  * pool can only grow once the library has spacefs relocate data chunks
  * (RECLAIM_CHUNKS) and the commit returns them.
  */
@@ -299,6 +299,7 @@ START_TEST(test_underused_chunks_relocated)
 	struct sfs_file *f;
 	static char buf[1 * MiB];
 	unsigned nfiles = 0, failed = 0;
+	uint64_t returned;
 	char path[32];
 
 	setup(&t, 64 * MiB, 1 * MiB, 4 * MiB);
@@ -313,14 +314,21 @@ START_TEST(test_underused_chunks_relocated)
 		sfs_release(t.fs, f);
 		if (n != (ssize_t)sizeof(buf))
 			break;
+		/* Written back file by file, so that file i sits in data
+		 * MiB i whatever the writeback threads do: every chunk then
+		 * keeps a live file, and only relocation can empty one. */
+		ck_assert_int_eq(sfs_sync(t.fs), 0);
 	}
 	ck_assert_uint_ge(nfiles, 32);
+	returned = snap(t.fs, "chunks_returned");
 	for (unsigned i = 0; i <= nfiles; i++) {
 		snprintf(path, sizeof(path), "/big%u", i);
 		if (i % 16)
 			(void)sfs_unlink(t.fs, path);
 	}
 	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	/* No data chunk was emptied by the deletes alone. */
+	ck_assert_uint_eq(snap(t.fs, "chunks_returned"), returned);
 	for (unsigned i = 0; i < 3000; i++) {
 		snprintf(path, sizeof(path), "/s%u", i);
 		if (sfs_create(t.fs, path, 0644, O_RDWR, &f)) {
