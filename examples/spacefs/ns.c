@@ -288,6 +288,24 @@ static int hole_run(void *arg, uint64_t first, uint64_t end, bool unwritten)
 	return 0;
 }
 
+/*
+ * @pages of @n's blocks were freed (delete, truncate, punch): they leave
+ * the file system's and the tenant's usage, stay pinned until the commit
+ * (COW: the old blocks may still be referenced) and leave their chunks.
+ * trans_lock held.
+ */
+static void pages_freed_locked(struct sfs *fs, struct sinode *n,
+			       uint64_t pages)
+{
+	if (!pages)
+		return;
+	fs->used_pages -= pages;
+	if (n->tenant >= 0)
+		fs->tenants[n->tenant].used_pages -= pages;
+	sfs__pin_locked(fs, n, pages, 0);
+	sfs__chunks_free_locked(fs, n, pages);
+}
+
 /* After a punch or a truncate of pages [first, end) in the backing file:
  * clear what the backing file system really freed (ext4 punches nothing
  * past EOF, and frees every block past EOF at any truncate that does not
@@ -678,13 +696,7 @@ static void inode_delete(struct sfs *fs, struct sinode *n)
 		if (n->alloc_bits)
 			sfs__alloc_clear_from(n, 0, &pages);
 		pthread_mutex_lock(&fs->trans_lock);
-		if (pages) {
-			fs->used_pages -= pages;
-			if (n->tenant >= 0)
-				fs->tenants[n->tenant].used_pages -= pages;
-			sfs__pin_locked(fs, n, pages, 0);
-			sfs__chunks_free_locked(fs, n, pages);
-		}
+		pages_freed_locked(fs, n, pages);
 		pthread_mutex_unlock(&fs->trans_lock);
 		n->size = 0;
 		pthread_rwlock_unlock(&n->lock);
@@ -1076,13 +1088,7 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 				  n->alloc_bits, (uint64_t)size < n->size);
 	n->size = (uint64_t)size;
 	pthread_mutex_lock(&fs->trans_lock);
-	if (cut) {
-		fs->used_pages -= cut;
-		if (n->tenant >= 0)
-			fs->tenants[n->tenant].used_pages -= cut;
-		sfs__pin_locked(fs, n, cut, 0);
-		sfs__chunks_free_locked(fs, n, cut);
-	}
+	pages_freed_locked(fs, n, cut);
 	pthread_mutex_unlock(&fs->trans_lock);
 	pthread_rwlock_unlock(&n->lock);
 	pthread_mutex_unlock(&n->wlock);
@@ -1272,11 +1278,7 @@ static int punch_range(struct sfs *fs, struct sinode *n, off_t off, off_t len)
 		cut = clear_freed(n, full_first, full_end, true);
 	pthread_mutex_lock(&fs->trans_lock);
 	if (cut) {
-		fs->used_pages -= cut;
-		if (n->tenant >= 0)
-			fs->tenants[n->tenant].used_pages -= cut;
-		sfs__pin_locked(fs, n, cut, 0);
-		sfs__chunks_free_locked(fs, n, cut);
+		pages_freed_locked(fs, n, cut);
 		trans_file_add_locked(fs, n);
 	}
 	pthread_mutex_unlock(&fs->trans_lock);
