@@ -73,6 +73,13 @@
  * per walk.  Engines that want upstream's background relocation as well
  * call srsv_bgroup_reclaim_take() after their commits.
  *
+ * Such rounds run at once (the data and metadata flushers, priority walks
+ * in callers' threads), so a round is named: the groups its callback
+ * takes on the thread the library called it on belong to it, and when the
+ * callback returns the library ends those left taken, no others (not
+ * another round's, not a background relocation's, which stay taken until
+ * srsv_bgroup_reclaim_done()).
+ *
  * POOL COUNTERS
  *
  * A group's bytes are part of its pool's total from srsv_bgroup_add() on.
@@ -112,6 +119,15 @@
 
 #include "bgroup.h"
 
+/*
+ * The RECLAIM_CHUNKS round this thread is in (0: none).  The engine takes
+ * groups from inside the callback, on the thread that runs it; a round
+ * ends only the groups it took, so that two rounds at once (the data and
+ * metadata flushers, priority walks in callers' threads) or a relocation
+ * the engine runs in the background do not end each other's groups.
+ */
+static _Thread_local uint64_t cur_round;
+
 /* First size of the group table (doubling from there). */
 #define TABLE_FIRST 64
 /* btrfs_statfs(): metadata counts as exhausted below this much free
@@ -130,6 +146,7 @@ struct srsv__bgroups {
 	size_t nr, alloc;
 	uint64_t committed;
 	unsigned taken;
+	uint64_t rounds;			/* RECLAIM_CHUNKS rounds begun */
 	uint64_t reclaimable[SRSV_POOL_COUNT];	/* freed since a sweep */
 	bool ready[SRSV_POOL_COUNT];
 	struct srsv_bgroup_stats st;
@@ -972,6 +989,7 @@ SRSV__EXPORT int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
 		best->ro_bytes = bg_room(best);
 		best->readonly = true;
 		best->taken = true;
+		best->taken_round = cur_round;
 		bgs->taken++;
 		fill_info(best, &all);
 		ret = 0;
@@ -1032,11 +1050,12 @@ SRSV__EXPORT int srsv_bgroup_reclaim_done(struct srsv_ctx *ctx, uint64_t start,
 	return ret;
 }
 
-unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s)
+unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s, uint64_t *prev)
 {
 	struct srsv__bgroups *bgs = cfg_of(s->ctx);
 	unsigned candidates = 0;
 
+	*prev = cur_round;
 	if (!bgs)
 		return 0;
 	srsv__lock(&bgs->lock);
@@ -1048,21 +1067,25 @@ unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s)
 	}
 	for (size_t i = 0; i < bgs->nr; i++)
 		candidates += bgs->groups[i]->candidate;
+	if (candidates)
+		cur_round = ++bgs->rounds;
 	srsv__unlock(&bgs->lock);
 	return candidates;
 }
 
-void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx)
+void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx, uint64_t prev)
 {
 	struct srsv__bgroups *bgs = cfg_of(ctx);
+	uint64_t round = cur_round;
 
-	if (!bgs)
+	cur_round = prev;
+	if (!bgs || !round)
 		return;
 	srsv__lock(&bgs->lock);
 	for (size_t i = 0; i < bgs->nr && bgs->taken; i++) {
 		struct srsv__bg *g = bgs->groups[i];
 
-		if (g->taken)
+		if (g->taken && g->taken_round == round)
 			reclaim_end(bgs, g, bg_used(g) ? -EAGAIN : 0);
 	}
 	srsv__unlock(&bgs->lock);

@@ -35,6 +35,8 @@ struct srsv__bg {
 	unsigned reclaim_mark;
 	bool readonly;			/* taken for reclaim, or relocated */
 	bool taken;			/* reclaim in progress */
+	uint64_t taken_round;		/* the RECLAIM_CHUNKS round that took
+					 * it; 0: taken outside one */
 	bool unused;			/* emptied by a free or a reclaim */
 	bool candidate;			/* marked for reclaim */
 };
@@ -90,12 +92,18 @@ void srsv__zone_group_destroy(struct srsv_zone_group *zg);
  * RECLAIM_CHUNKS for pool @s, before the engine is called: sweep the other
  * pools with the urgent rule so that what holds unallocated space hostage
  * becomes a candidate.  Returns the number of candidates (any pool): 0
- * means the engine is not called.  No lock held.
+ * means the engine is not called.  With candidates, a round begins on
+ * this thread: the groups srsv_bgroup_reclaim_take() hands out on it until
+ * srsv__bgroup_reclaim_finish(ctx, *prev) belong to the round (rounds run
+ * at once in several threads: the flushers of two pools, priority walks).
+ * No lock held.
  */
-unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s);
+unsigned srsv__bgroup_reclaim_prepare(struct srsv_space *s, uint64_t *prev);
 
-/* After the RECLAIM_CHUNKS callback: end the reclaims it left taken. */
-void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx);
+/* After the RECLAIM_CHUNKS callback: end the reclaims this thread's round
+ * left taken (not those of other rounds, nor groups the engine took
+ * outside a round), and restore @prev as the thread's round. */
+void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx, uint64_t prev);
 
 /* srsv_bgroups_init() configured the ctx's table (lock-free). */
 bool srsv__bgroups_enabled(struct srsv_ctx *ctx);

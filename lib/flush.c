@@ -115,6 +115,7 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t total_before = srsv__space_counter(s, SRSV__TOTAL);
 	uint64_t zoned = 0, unpinned = 0, waiting, granted, start, commit_ns = 0;
+	uint64_t round = 0;
 	struct srsv__flush_sample f = {
 		.state = state,
 		.for_preempt = for_preempt,
@@ -134,7 +135,7 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 	/* RECLAIM_CHUNKS: the engine is called only with candidates to take
 	 * (bgroup.c); without any the state is a no-op (-EOPNOTSUPP). */
 	if (state == SRSV_STATE_RECLAIM_CHUNKS && f.called)
-		f.called = srsv__bgroup_reclaim_prepare(s) != 0;
+		f.called = srsv__bgroup_reclaim_prepare(s, &round) != 0;
 	if (f.called) {
 		if (state == SRSV_STATE_COMMIT_TRANS) {
 			srsv__lock(&s->lock);
@@ -154,7 +155,7 @@ int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
 		f.unsupported = ret == -EOPNOTSUPP;
 		f.disable = f.unsupported && !library_state(ctx, state);
 		if (state == SRSV_STATE_RECLAIM_CHUNKS)
-			srsv__bgroup_reclaim_finish(ctx);
+			srsv__bgroup_reclaim_finish(ctx, round);
 	}
 	/* The library did the state's work itself (zone reset/reclaim). */
 	if (ret == -EOPNOTSUPP && zoned)

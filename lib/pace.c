@@ -95,7 +95,8 @@
  * - One delay is at most pace_max_delay_ns (10 ms by default; Linux caps
  *   a pause at 200 ms, HZ / 5): pacing smooths, the tickets stop.
  * - One delay is at least 50 µs (SRSV__PACE_QUANTUM_NS, Linux's default
- *   timer slack): a shorter one is not slept, its slot stays booked, and
+ *   timer slack), or pace_max_delay_ns if that is shorter (else no delay
+ *   would ever be slept): a shorter one is not slept, its slot stays booked, and
  *   the delays add up on the clock until a reservation finds its slot
  *   that far away and sleeps for all of them.  The rate holds and a
  *   writer is at most one quantum early; the pauses are fewer, each
@@ -386,7 +387,7 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 	 * more away and sleeps for all of them (balance_dirty_pages()
 	 * likewise lets a task dirty nr_dirtied_pause pages between pauses).
 	 */
-	if (delay < SRSV__PACE_QUANTUM_NS) {
+	if (delay < srsv__min(SRSV__PACE_QUANTUM_NS, p->max_delay_ns)) {
 		if (delay)
 			AO_fetch_and_add1(&p->stat_short);
 		return 0;

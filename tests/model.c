@@ -284,8 +284,8 @@ static void fail_all(struct model *m, struct model_pool *p, int error)
 /* ---- flushing ---- */
 
 static void zoned_flush(struct model *m, int pool, int state, uint64_t wanted);
-static unsigned bg_prepare(struct model *m, int pool);
-static void bg_finish(struct model *m);
+static unsigned bg_prepare(struct model *m, int pool, uint64_t *prev);
+static void bg_finish(struct model *m, uint64_t prev);
 
 static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 {
@@ -294,13 +294,14 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 	/* A state that answered -EOPNOTSUPP is not called again. */
 	bool called = m->hooks.flush && !(p->disabled >> state & 1);
 	int ret = -EOPNOTSUPP;
+	uint64_t prev_round = 0;
 
 	/* RECLAIM_CHUNKS calls the engine only with candidate groups to
 	 * relocate (btrfs_reclaim_bgs_work() has nothing to do without
 	 * them), after sweeping the other pools for them; without any the
 	 * state is a no-op that answers -EOPNOTSUPP and is not disabled. */
 	if (state == SRSV_STATE_RECLAIM_CHUNKS && called)
-		called = bg_prepare(m, pool) > 0;
+		called = bg_prepare(m, pool, &prev_round) > 0;
 
 	if (m->zoned && (state == SRSV_STATE_RESET_ZONES ||
 			 state == SRSV_STATE_RECLAIM_ZONES))
@@ -322,7 +323,7 @@ static int flush_space(struct model *m, int pool, uint64_t bytes, int state)
 			p->disabled |= UINT64_C(1) << state;
 		/* The groups the engine took and did not end. */
 		if (state == SRSV_STATE_RECLAIM_CHUNKS)
-			bg_finish(m);
+			bg_finish(m, prev_round);
 	}
 	if (state == SRSV_STATE_ALLOC_CHUNK ||
 	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
@@ -2906,6 +2907,7 @@ int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 		best->ro_bytes = room;
 		best->readonly = true;
 		best->taken = true;
+		best->taken_round = m->bg_round;
 		m->bg_taken++;
 		bg_info(best, info);
 		return 0;
@@ -2972,10 +2974,11 @@ int model_bgroup_stats(const struct model *m, struct srsv_bgroup_stats *st)
 /* RECLAIM_CHUNKS, before the engine: sweep the other pools (the urgent
  * rule applies by itself when unallocated space is short); the engine is
  * called if any group is a candidate. */
-static unsigned bg_prepare(struct model *m, int pool)
+static unsigned bg_prepare(struct model *m, int pool, uint64_t *prev)
 {
 	unsigned candidates = 0;
 
+	*prev = m->bg_round;
 	if (!m->bg_on)
 		return 0;
 	for (int k = 0; k < SRSV_POOL_COUNT; k++)
@@ -2983,15 +2986,22 @@ static unsigned bg_prepare(struct model *m, int pool)
 			sweep(m, k);
 	for (unsigned i = 0; i < m->nr_bgs; i++)
 		candidates += m->bgs[i].candidate;
+	/* The callback's takes belong to this round. */
+	if (candidates)
+		m->bg_round = ++m->bg_rounds;
 	return candidates;
 }
 
-/* After the RECLAIM_CHUNKS callback: the groups left taken end, with 0 if
- * they are empty, -EAGAIN otherwise. */
-static void bg_finish(struct model *m)
+/* After the RECLAIM_CHUNKS callback: the groups the callback took and left
+ * taken end, with 0 if they are empty, -EAGAIN otherwise; groups taken
+ * outside the callback stay taken (bgroup.h, srsv_bgroup_reclaim_done()). */
+static void bg_finish(struct model *m, uint64_t prev)
 {
+	uint64_t round = m->bg_round;
+
+	m->bg_round = prev;
 	for (unsigned i = 0; i < m->nr_bgs && m->bg_taken; i++)
-		if (m->bgs[i].taken)
+		if (m->bgs[i].taken && m->bgs[i].taken_round == round)
 			reclaim_end(m, &m->bgs[i],
 				    m->bgs[i].used ? -EAGAIN : 0);
 }

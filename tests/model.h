@@ -173,6 +173,8 @@ struct model_bgroup {
 	uint64_t ro_bytes;		/* its bytes in the pool's readonly */
 	unsigned reclaim_mark;
 	bool readonly, taken, unused, candidate;
+	uint64_t taken_round;		/* 0: taken outside a RECLAIM_CHUNKS
+					 * callback */
 };
 
 /* One call of the flush callback, for comparing the walks. */
@@ -245,6 +247,7 @@ struct model {
 	unsigned nr_bgs;
 	uint64_t bg_committed;
 	unsigned bg_taken;
+	uint64_t bg_round, bg_rounds;	/* the callback's round; rounds begun */
 	uint64_t bg_reclaimable[SRSV_POOL_COUNT];
 	bool bg_ready[SRSV_POOL_COUNT];
 	struct srsv_bgroup_stats bgst;

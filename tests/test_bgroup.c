@@ -515,8 +515,44 @@ struct sim {
 	unsigned calls[SRSV_STATE_COUNT];
 	bool relocate;		/* implements RECLAIM_CHUNKS */
 	bool no_table;		/* the ctx has no group table */
+	bool handoff;		/* RECLAIM_CHUNKS leaves groups taken */
 	uint64_t next_meta;	/* address of the next metadata chunk */
+	/* handoff: per round, one group taken by a relocation worker
+	 * thread and one on the callback's own thread, both left taken. */
+	uint64_t worker_taken[8], own_taken[8];
+	unsigned nr_worker, nr_own;
 };
+
+struct handoff_arg {
+	struct srsv_ctx *ctx;
+	struct srsv_bgroup_info info;
+	int ret;
+};
+
+static void *handoff_worker(void *arg)
+{
+	struct handoff_arg *h = arg;
+
+	h->ret = srsv_bgroup_reclaim_take(h->ctx, &h->info);
+	return NULL;
+}
+
+/* RECLAIM_CHUNKS of an engine that relocates in a worker thread: the
+ * worker takes a group (and would move it later); the callback takes one
+ * more itself and leaves it. */
+static void sim_handoff(struct sim *sim)
+{
+	struct handoff_arg h = { .ctx = sim->ctx };
+	struct srsv_bgroup_info own;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, handoff_worker, &h), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	if (h.ret == 0 && sim->nr_worker < 8)
+		sim->worker_taken[sim->nr_worker++] = h.info.start;
+	if (srsv_bgroup_reclaim_take(sim->ctx, &own) == 0 && sim->nr_own < 8)
+		sim->own_taken[sim->nr_own++] = own.start;
+}
 
 static void sim_relocate(struct sim *sim)
 {
@@ -573,6 +609,10 @@ static int sim_flush(struct srsv_space *space, enum srsv_flush_state state,
 		sim->next_meta += SIM_META;
 		return 0;
 	case SRSV_STATE_RECLAIM_CHUNKS:
+		if (sim->handoff) {
+			sim_handoff(sim);
+			return 0;
+		}
 		if (!sim->relocate)
 			return -EOPNOTSUPP;
 		sim_relocate(sim);
@@ -652,6 +692,86 @@ END_TEST
 START_TEST(test_meta_ticket_fails_without_relocation)
 {
 	run_meta_ticket(false, -ENOSPC);
+}
+END_TEST
+
+/*
+ * A RECLAIM_CHUNKS round ends only what its callback took on its own
+ * thread: a group a relocation worker took stays taken (read-only, out of
+ * srsv_bgroup_alloc()'s reach) through every later round until the engine
+ * says srsv_bgroup_reclaim_done(), as two rounds at once (the data and
+ * metadata flushers, priority walks) must not end each other's groups.
+ */
+START_TEST(test_round_ends_only_its_own_groups)
+{
+	const uint64_t device = SIM_META + 15 * SIM_CHUNK;
+	const uint64_t meta_base = 15 * SIM_CHUNK;
+	struct sim sim = { .trans = 1, .handoff = true,
+			   .next_meta = meta_base + SIM_META };
+	struct srsv_space *meta;
+	struct srsv_bgroup_info gi;
+	struct srsv_ticket t;
+
+	sim.ctx = make_ctx_full(device, SIM_CHUNK, sim_flush, &sim, 0, 0);
+	bg_init(sim.ctx, true, true, 0);
+	meta = srsv_ctx_space(sim.ctx, SRSV_POOL_METADATA);
+	for (int i = 0; i < 15; i++) {
+		uint64_t at = (uint64_t)i * SIM_CHUNK;
+
+		ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_DATA, at,
+						 SIM_CHUNK), 0);
+		ck_assert_int_eq(srsv_bgroup_alloc(sim.ctx, SRSV_POOL_DATA, at,
+						   SIM_CHUNK / 10), 0);
+	}
+	pool_use(sim.ctx, SRSV_POOL_DATA, 15 * (SIM_CHUNK / 10));
+	ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_METADATA,
+					 meta_base, SIM_META), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, SIM_META, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_int_eq(srsv_ticket_reserve(meta, &t, MIB, SRSV_FLUSH_ALL, 0),
+			 -EINPROGRESS);
+	while (srsv_ctx_run_pending(sim.ctx) > 0)
+		;
+	/* Nothing was moved: the ticket fails after its rescue rounds. */
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), -ENOSPC);
+	ck_assert_uint_gt(sim.nr_worker, 0);
+	ck_assert_uint_gt(sim.nr_own, 0);
+	/* The callback's own groups were ended (-EAGAIN: still used), the
+	 * last round's at least; an ended group may be a candidate again
+	 * and go to the worker in a later round. */
+	for (unsigned i = 0, ended = 0; i < sim.nr_own; i++) {
+		bool rehanded = false;
+
+		for (unsigned j = 0; j < sim.nr_worker; j++)
+			rehanded |= sim.worker_taken[j] == sim.own_taken[i];
+		if (rehanded)
+			continue;
+		ck_assert_int_eq(srsv_bgroup_get(sim.ctx, sim.own_taken[i], &gi),
+				 0);
+		ck_assert(!gi.readonly);
+		ck_assert_int_eq(srsv_bgroup_reclaim_done(sim.ctx,
+				 sim.own_taken[i], -EIO), -EINVAL);
+		ended++;
+		if (i == sim.nr_own - 1)
+			ck_assert_uint_gt(ended, 0);
+	}
+	/* The worker's are still taken, whatever rounds ran after them. */
+	for (unsigned i = 0; i < sim.nr_worker; i++) {
+		ck_assert_int_eq(srsv_bgroup_get(sim.ctx, sim.worker_taken[i],
+						 &gi), 0);
+		ck_assert(gi.readonly);
+		ck_assert_int_eq(srsv_bgroup_alloc(sim.ctx, SRSV_POOL_DATA,
+				 sim.worker_taken[i] + SIM_CHUNK / 2, 4096),
+				 -EROFS);
+		ck_assert_int_eq(srsv_bgroup_reclaim_done(sim.ctx,
+				 sim.worker_taken[i], -EIO), 0);
+		ck_assert_int_eq(srsv_bgroup_get(sim.ctx, sim.worker_taken[i],
+						 &gi), 0);
+		ck_assert(!gi.readonly);
+	}
+	ck_assert_uint_eq(snap(sim.ctx, SRSV_POOL_DATA).readonly, 0);
+	ck_assert_int_eq(srsv_space_release(meta, SIM_META), 0);
+	srsv_ctx_destroy(sim.ctx);
 }
 END_TEST
 
@@ -1240,6 +1360,7 @@ static Suite *bgroup_suite(void)
 	tcase_add_test(reclaim, test_meta_ticket_served_by_data_reclaim);
 	tcase_add_test(reclaim, test_meta_ticket_fails_without_relocation);
 	tcase_add_test(reclaim, test_reclaim_chunks_not_called_without_candidates);
+	tcase_add_test(reclaim, test_round_ends_only_its_own_groups);
 	tcase_add_test(statfs, test_statfs_table);
 	tcase_add_test(statfs, test_statfs_mixed_and_factor);
 	tcase_add_test(statfs, test_factor_limits);

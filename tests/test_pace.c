@@ -629,6 +629,38 @@ START_TEST(test_custom_max_delay)
 }
 END_TEST
 
+/* A cap below the 50 µs quantum: delays are still slept, each at most the
+ * cap (else pacing asked for would silently never slow anyone). */
+START_TEST(test_max_delay_below_quantum)
+{
+	const uint64_t q = MIB / 4, cap = 20 * 1000;
+	uint64_t t0;
+
+	srsv_ctx_destroy(ctx);
+	ctx = make_ctx(50, cap, SRSV_CTX_MANUAL);
+	meta = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	measure_500();
+	ck_assert_int_eq(srsv_space_reserve(meta, 40 * MIB + q, SRSV_NO_FLUSH,
+					    0), 0);
+	ck_assert_uint_gt(cost_ns(q, 990), cap);
+	/* NOWAIT writers book a slot each (a cap's worth) without sleeping,
+	 * until the slot clock has spent its bank of missed slots and runs
+	 * ahead of now. */
+	t0 = fake_now;
+	for (int i = 0; i < 60; i++) {
+		ck_assert_int_eq(srsv_space_reserve(meta, q, SRSV_FLUSH_ALL,
+						    SRSV_RESERVE_NOWAIT), 0);
+		ck_assert_int_eq(srsv_space_release(meta, q), 0);
+	}
+	ck_assert_uint_eq(fake_now, t0);
+	/* The next writer's delay is the cap, under the quantum: slept. */
+	ck_assert_int_eq(srsv_space_reserve(meta, q, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(fake_now - t0, cap);
+	ck_assert_uint_eq(stats().paced, 1);
+	ck_assert_uint_eq(stats().max_delay_ns, cap);
+}
+END_TEST
+
 /*
  * A paced writer keeps the strict order: it is charged before it sleeps
  * (nobody can take its bytes meanwhile), a ticket queued while it sleeps
@@ -843,6 +875,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_quiet_window_skipped);
 	tcase_add_test(det, test_short_delays_add_up);
 	tcase_add_test(det, test_custom_max_delay);
+	tcase_add_test(det, test_max_delay_below_quantum);
 	tcase_add_test(det, test_fifo_with_tickets);
 	tcase_add_test(det, test_excess_past_freerun);
 	tcase_add_test(det, test_commit_when_pinned_holds_pacing);

@@ -362,7 +362,10 @@ SRSV_MUST_CHECK int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
  * A negative @p result: the relocation failed; the group is writable again
  * (btrfs_dec_block_group_ro()) and may be a candidate again later.
  * After a RECLAIM_CHUNKS callback, the library ends the groups the
- * callback left taken: with 0 if they are empty, -EAGAIN otherwise.
+ * callback took (on the thread the library called it on) and left taken:
+ * with 0 if they are empty, -EAGAIN otherwise.  Groups taken anywhere
+ * else (another thread, outside the callback) stay taken until this call,
+ * whatever other RECLAIM_CHUNKS rounds run meanwhile.
  * @param ctx a ctx with a group table
  * @param start the group's first byte
  * @param result 0 or a negative errno

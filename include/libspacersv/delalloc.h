@@ -80,6 +80,10 @@ enum srsv_delalloc_mode {
  * What a delalloc reservation holds.  Caller-owned (stack, or embedded in
  * the engine's write request).  Fields marked read-only may be read after a
  * successful srsv_delalloc_reserve(); the private ones must not be touched.
+ * Lifetime: from srsv_delalloc_reserve() until its ctx is destroyed.  An
+ * ended resv still names its ctx (a second release or finish is counted as
+ * a refusal there), so no call may be made on any resv of a destroyed ctx;
+ * zero it (or reserve again) to reuse the storage.
  */
 struct srsv_delalloc_resv {
 	/** read-only: the write size */
