@@ -623,39 +623,50 @@ static int sim_flush(struct srsv_space *space, enum srsv_flush_state state,
 }
 
 /*
- * The device is all allocated: one metadata chunk, full, and fifteen data
- * chunks at 10% each.  A metadata reservation cannot overcommit (nothing
+ * The device is all allocated: one metadata chunk, full (its SIM_META
+ * reserved NO_FLUSH; the caller releases it), and fifteen data chunks at
+ * 10% each.  Returns the metadata pool.
+ */
+static struct srsv_space *sim_full_device(struct sim *sim)
+{
+	const uint64_t meta_base = 15 * SIM_CHUNK;
+	struct srsv_space *meta;
+
+	sim->next_meta = meta_base + SIM_META;
+	sim->ctx = make_ctx_full(SIM_META + 15 * SIM_CHUNK, SIM_CHUNK,
+				 sim_flush, sim, 0, 0);
+	bg_init(sim->ctx, true, true, 0);
+	meta = srsv_ctx_space(sim->ctx, SRSV_POOL_METADATA);
+	for (int i = 0; i < 15; i++) {
+		uint64_t at = (uint64_t)i * SIM_CHUNK;
+
+		ck_assert_int_eq(srsv_bgroup_add(sim->ctx, SRSV_POOL_DATA, at,
+						 SIM_CHUNK), 0);
+		ck_assert_int_eq(srsv_bgroup_alloc(sim->ctx, SRSV_POOL_DATA, at,
+						   SIM_CHUNK / 10), 0);
+	}
+	pool_use(sim->ctx, SRSV_POOL_DATA, 15 * (SIM_CHUNK / 10));
+	ck_assert_int_eq(srsv_bgroup_add(sim->ctx, SRSV_POOL_METADATA,
+					 meta_base, SIM_META), 0);
+	ck_assert_uint_eq(srsv_ctx_unallocated(sim->ctx), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, SIM_META, SRSV_NO_FLUSH, 0),
+			 0);
+	return meta;
+}
+
+/*
+ * On sim_full_device(), a metadata reservation cannot overcommit (nothing
  * unallocated) or grow the pool; before failing it relocates data chunks,
  * commits, and is served from the space that came back.
  */
 static void run_meta_ticket(bool relocate, int want)
 {
-	const uint64_t device = SIM_META + 15 * SIM_CHUNK;
-	const uint64_t meta_base = 15 * SIM_CHUNK;
-	struct sim sim = { .trans = 1, .relocate = relocate,
-			   .next_meta = meta_base + SIM_META };
-	struct srsv_space *meta, *data;
+	struct sim sim = { .trans = 1, .relocate = relocate };
+	struct srsv_space *meta;
 	struct srsv_ticket t;
 	int ret;
 
-	sim.ctx = make_ctx_full(device, SIM_CHUNK, sim_flush, &sim, 0, 0);
-	bg_init(sim.ctx, true, true, 0);
-	meta = srsv_ctx_space(sim.ctx, SRSV_POOL_METADATA);
-	data = srsv_ctx_space(sim.ctx, SRSV_POOL_DATA);
-	for (int i = 0; i < 15; i++) {
-		uint64_t at = (uint64_t)i * SIM_CHUNK;
-
-		ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_DATA, at,
-						 SIM_CHUNK), 0);
-		ck_assert_int_eq(srsv_bgroup_alloc(sim.ctx, SRSV_POOL_DATA, at,
-						   SIM_CHUNK / 10), 0);
-	}
-	pool_use(sim.ctx, SRSV_POOL_DATA, 15 * (SIM_CHUNK / 10));
-	ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_METADATA,
-					 meta_base, SIM_META), 0);
-	ck_assert_uint_eq(srsv_ctx_unallocated(sim.ctx), 0);
-	ck_assert_int_eq(srsv_space_reserve(meta, SIM_META, SRSV_NO_FLUSH, 0),
-			 0);
+	meta = sim_full_device(&sim);
 
 	ret = srsv_ticket_reserve(meta, &t, MIB, SRSV_FLUSH_ALL, 0);
 	ck_assert_int_eq(ret, -EINPROGRESS);
@@ -677,7 +688,6 @@ static void run_meta_ticket(bool relocate, int want)
 		ck_assert_int_eq(srsv_space_release(meta, MIB), 0);
 	}
 	ck_assert_int_eq(srsv_space_release(meta, SIM_META), 0);
-	(void)data;
 	srsv_ctx_destroy(sim.ctx);
 }
 
@@ -704,30 +714,12 @@ END_TEST
  */
 START_TEST(test_round_ends_only_its_own_groups)
 {
-	const uint64_t device = SIM_META + 15 * SIM_CHUNK;
-	const uint64_t meta_base = 15 * SIM_CHUNK;
-	struct sim sim = { .trans = 1, .handoff = true,
-			   .next_meta = meta_base + SIM_META };
+	struct sim sim = { .trans = 1, .handoff = true };
 	struct srsv_space *meta;
 	struct srsv_bgroup_info gi;
 	struct srsv_ticket t;
 
-	sim.ctx = make_ctx_full(device, SIM_CHUNK, sim_flush, &sim, 0, 0);
-	bg_init(sim.ctx, true, true, 0);
-	meta = srsv_ctx_space(sim.ctx, SRSV_POOL_METADATA);
-	for (int i = 0; i < 15; i++) {
-		uint64_t at = (uint64_t)i * SIM_CHUNK;
-
-		ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_DATA, at,
-						 SIM_CHUNK), 0);
-		ck_assert_int_eq(srsv_bgroup_alloc(sim.ctx, SRSV_POOL_DATA, at,
-						   SIM_CHUNK / 10), 0);
-	}
-	pool_use(sim.ctx, SRSV_POOL_DATA, 15 * (SIM_CHUNK / 10));
-	ck_assert_int_eq(srsv_bgroup_add(sim.ctx, SRSV_POOL_METADATA,
-					 meta_base, SIM_META), 0);
-	ck_assert_int_eq(srsv_space_reserve(meta, SIM_META, SRSV_NO_FLUSH, 0),
-			 0);
+	meta = sim_full_device(&sim);
 	ck_assert_int_eq(srsv_ticket_reserve(meta, &t, MIB, SRSV_FLUSH_ALL, 0),
 			 -EINPROGRESS);
 	while (srsv_ctx_run_pending(sim.ctx) > 0)
