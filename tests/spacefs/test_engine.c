@@ -107,6 +107,29 @@ static struct sfs_file *create(struct sfs *fs, const char *path)
 	return f;
 }
 
+/* Create @n files /s0.. of 4 KiB each; returns how many failed. */
+static unsigned small_files(struct sfs *fs, unsigned n)
+{
+	static const char page[4096];
+	unsigned failed = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct sfs_file *f;
+		char path[32];
+
+		snprintf(path, sizeof(path), "/s%u", i);
+		if (sfs_create(fs, path, 0644, O_RDWR, &f)) {
+			failed++;
+			continue;
+		}
+		if (sfs_write(fs, f, page, sizeof(page), 0, false) !=
+		    (ssize_t)sizeof(page))
+			failed++;
+		sfs_release(fs, f);
+	}
+	return failed;
+}
+
 static void fill_pattern(char *buf, size_t len, unsigned seed)
 {
 	for (size_t i = 0; i < len; i++)
@@ -251,7 +274,6 @@ START_TEST(test_space_comes_back)
 	struct sfs_file *f;
 	static char buf[1 * MiB];
 	uint64_t off = 0, meta_before;
-	unsigned failed = 0;
 	ssize_t n;
 
 	setup(&t, 64 * MiB, 1 * MiB, 4 * MiB);
@@ -267,19 +289,7 @@ START_TEST(test_space_comes_back)
 	ck_assert_int_eq(sfs_sync(t.fs), 0);
 	ck_assert_uint_gt(snap(t.fs, "chunks_returned"), 0);
 	ck_assert_uint_ge(snap(t.fs, "unallocated"), 32 * MiB);
-	for (unsigned i = 0; i < 3000; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/s%u", i);
-		if (sfs_create(t.fs, path, 0644, O_RDWR, &f)) {
-			failed++;
-			continue;
-		}
-		if (sfs_write(t.fs, f, buf, 4096, 0, false) != 4096)
-			failed++;
-		sfs_release(t.fs, f);
-	}
-	ck_assert_uint_eq(failed, 0);
+	ck_assert_uint_eq(small_files(t.fs, 3000), 0);
 	/* The metadata pool did grow into the space that came back. */
 	ck_assert_uint_gt(snap(t.fs, "meta_chunks"), meta_before);
 	teardown(&t);
@@ -298,7 +308,7 @@ START_TEST(test_underused_chunks_relocated)
 	struct tmpfs t;
 	struct sfs_file *f;
 	static char buf[1 * MiB];
-	unsigned nfiles = 0, failed = 0;
+	unsigned nfiles = 0;
 	uint64_t returned;
 	char path[32];
 
@@ -329,17 +339,7 @@ START_TEST(test_underused_chunks_relocated)
 	ck_assert_int_eq(sfs_sync(t.fs), 0);
 	/* No data chunk was emptied by the deletes alone. */
 	ck_assert_uint_eq(snap(t.fs, "chunks_returned"), returned);
-	for (unsigned i = 0; i < 3000; i++) {
-		snprintf(path, sizeof(path), "/s%u", i);
-		if (sfs_create(t.fs, path, 0644, O_RDWR, &f)) {
-			failed++;
-			continue;
-		}
-		if (sfs_write(t.fs, f, buf, 4096, 0, false) != 4096)
-			failed++;
-		sfs_release(t.fs, f);
-	}
-	ck_assert_uint_eq(failed, 0);
+	ck_assert_uint_eq(small_files(t.fs, 3000), 0);
 	ck_assert_uint_gt(snap(t.fs, "chunks_relocated"), 0);
 	teardown(&t);
 }
