@@ -234,6 +234,11 @@ struct srsv_space {
 	uint64_t pin_mark, pin_mark_ns;
 	uint64_t pin_rate;		/* bytes pinned per second */
 	uint64_t commit_ns;		/* a commit's duration */
+	/* The clamp's quiet period (preempt.c): tickets queued plus paced
+	 * sleeps when a run last looked, and since when none came and the
+	 * clamp did not move. */
+	uint64_t clamp_waits;
+	uint64_t clamp_quiet_ns;
 
 	/* Statistics (under lock). */
 	uint64_t stat_flushes[SRSV_STATE_COUNT];
@@ -549,8 +554,12 @@ static inline void srsv__maybe_queue_preempt(struct srsv_space *s,
 		return;
 	srsv__queue_preempt_if_needed(s, bytes, mode);
 }
-/* maybe_clamp_preempt(); pool lock held. */
+/* maybe_clamp_preempt(): a ticket started async flushing, or a paced
+ * writer slept; pool lock held. */
 void srsv__maybe_clamp_preempt(struct srsv_space *s);
+/* The clamp comes down one step per this long without a wait (preempt.c,
+ * THE CLAMP). */
+#define SRSV__CLAMP_QUIET_NS (1000ull * 1000 * 1000)
 /* The preempt worker's body. */
 void srsv__preempt_reclaim(struct srsv_space *s);
 /* The preempt worker's choice of state and bytes; pool lock held. */

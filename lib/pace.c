@@ -363,8 +363,11 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 	now = pace_now();
 	fill = fill_pm(s, &held);
 	sample_bw(s, p, now, held, fill);
-	if (fill < p->freerun_pm)
+	if (fill < p->freerun_pm) {
+		if (AO_load(&p->episode))
+			AO_store(&p->episode, 0);
 		return 0;
+	}
 	bw = srsv__ld(&p->bw);
 	if (!bw)
 		return 0;	/* nothing measured yet: tickets protect */
@@ -391,6 +394,17 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 		if (delay)
 			AO_fetch_and_add1(&p->stat_short);
 		return 0;
+	}
+	/*
+	 * The first sleep since the fill was last below freerun: preemptive
+	 * flushing did not keep up, as when a ticket starts the async
+	 * flusher, so the clamp goes up the same way.
+	 */
+	if (!AO_load(&p->episode) &&
+	    AO_compare_and_swap_full(&p->episode, 0, 1)) {
+		srsv__lock(&s->lock);
+		srsv__maybe_clamp_preempt(s);
+		srsv__unlock(&s->lock);
 	}
 	/* Counted while asleep: shutdown waits for us (and wakes us). */
 	if (!srsv__ctx_enter(ctx))

@@ -25,6 +25,9 @@ struct srsv__pace {
 	volatile AO_t sampling;
 	uint64_t mark_ns, mark_charged, mark_held;
 	volatile AO_t bw;
+	/* Writers slept since the fill last fell below freerun: the first
+	 * sleep of such an episode raises the clamp (see the essay). */
+	volatile AO_t episode;
 
 	/* Statistics (lock-free, monotonic except max). */
 	volatile AO_t stat_paced;	/* reservations that slept */
@@ -75,6 +78,13 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 uint64_t srsv__pace_excess(struct srsv_space *s);
 
 void srsv__pace_get_stats(struct srsv_space *s, struct srsv__pace_stats *st);
+
+/* Paced reservations that slept so far (0 when the pool is not paced):
+ * the clamp's quiet period (preempt.c) restarts on them as on tickets. */
+static inline uint64_t srsv__pace_sleeps(const struct srsv_space *s)
+{
+	return s->pace ? srsv__ld(&s->pace->stat_paced) : 0;
+}
 
 /*
  * White-box tests: a clock and a sleep to use instead of CLOCK_MONOTONIC

@@ -556,6 +556,89 @@ START_TEST(test_commit_when_pinned_holds_pacing)
 }
 END_TEST
 
+static unsigned clamp_now(void)
+{
+	struct srsv_space_info info;
+
+	ck_assert_int_eq(srsv_space_snapshot(meta, &info, NULL, 0, NULL), 0);
+	return info.clamp;
+}
+
+/* A white-box preemptive run (the ctx is manual and has no callback). */
+static void preempt_run(void)
+{
+	srsv__st(&ctx->preempt_busy, 1);
+	srsv__preempt_reclaim(meta);
+}
+
+static void age_quiet(uint64_t ns)
+{
+	srsv__lock(&meta->lock);
+	meta->clamp_quiet_ns -= ns;
+	srsv__unlock(&meta->lock);
+}
+
+/*
+ * A paced writer's sleep is a wait, as a ticket is: the first one since
+ * the fill was below freerun raises the clamp (dirty data outgrows
+ * writeback), once per episode, and every one restarts the clamp's quiet
+ * period.
+ */
+START_TEST(test_paced_sleep_raises_clamp)
+{
+	struct srsv_space_stats st;
+
+	ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 64 * MIB, 0), 0);
+	measure_500();
+	ck_assert_uint_eq(clamp_now(), 1);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().paced, 1);
+	ck_assert_int_eq(srsv_space_get_stats(meta, &st), 0);
+	ck_assert_uint_eq(clamp_now(), 2);
+	ck_assert_uint_eq(st.clamp_raised, 1);
+	/* The same episode: not again. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().paced, 2);
+	ck_assert_int_eq(srsv_space_get_stats(meta, &st), 0);
+	ck_assert_uint_eq(clamp_now(), 2);
+	/* A NOWAIT reservation never sleeps and raises nothing. */
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+					    SRSV_RESERVE_NOWAIT), 0);
+
+	/* The quiet period: a run starts it; a long quiet, but a paced
+	 * writer slept since the last look, so the clamp stays. */
+	preempt_run();
+	age_quiet(2 * SRSV__CLAMP_QUIET_NS);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_eq(stats().paced, 3);
+	preempt_run();
+	ck_assert_int_eq(srsv_space_get_stats(meta, &st), 0);
+	ck_assert_uint_eq(clamp_now(), 2);
+	/* Quiet since: one step down. */
+	age_quiet(SRSV__CLAMP_QUIET_NS);
+	preempt_run();
+	ck_assert_int_eq(srsv_space_get_stats(meta, &st), 0);
+	ck_assert_uint_eq(clamp_now(), 1);
+	ck_assert_uint_eq(st.clamp_lowered, 1);
+
+	/* Below freerun the episode ends; the next sleep raises again. */
+	ck_assert_int_eq(srsv_space_release(meta, 30 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_uint_lt(stats().fill_pm, 500);
+	ck_assert_int_eq(srsv_space_reserve(meta, 30 * MIB, SRSV_NO_FLUSH, 0),
+			 0);
+	/* (The slot clock banks 1 ms of idle time: the first few are
+	 * free.) */
+	for (int i = 0; i < 10 && stats().paced == 3; i++)
+		ck_assert_int_eq(srsv_space_reserve(meta, MIB, SRSV_FLUSH_ALL,
+						    0), 0);
+	ck_assert_uint_eq(stats().paced, 4);
+	ck_assert_int_eq(srsv_space_get_stats(meta, &st), 0);
+	ck_assert_uint_eq(clamp_now(), 2);
+	ck_assert_uint_eq(st.clamp_raised, 2);
+}
+END_TEST
+
 /*
  * Delays under the quantum (50 µs) are not slept: each slot stays booked,
  * so they add up on the clock until one reservation finds its slot a
@@ -879,6 +962,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_fifo_with_tickets);
 	tcase_add_test(det, test_excess_past_freerun);
 	tcase_add_test(det, test_commit_when_pinned_holds_pacing);
+	tcase_add_test(det, test_paced_sleep_raises_clamp);
 	tcase_add_test(thr, test_threads_paced);
 	tcase_add_test(thr, test_shutdown_while_paced);
 	tcase_set_timeout(thr, 60);

@@ -582,17 +582,131 @@ START_TEST(test_clamp_lowered_after_one_loop_bounded)
 }
 END_TEST
 
-/* DELALLOC: give back 30 MiB; a ticket was queued meanwhile (white-box:
- * the tickets-queued counter, as srsv_ticket_reserve() bumps it). */
-static int release_30_ticket_meanwhile(struct esim *esim,
-				       struct srsv_space *space,
-				       enum srsv_flush_state state,
-				       uint64_t bytes, void *arg)
+/*
+ * The quiet period, white-box: move the start of the clamp's quiet period
+ * @ns into the past, as if that long had passed without a wait.
+ */
+static void age_quiet(struct srsv_space *s, uint64_t ns)
+{
+	srsv__lock(&s->lock);
+	ck_assert_uint_gt(s->clamp_quiet_ns, 0);
+	s->clamp_quiet_ns -= ns;
+	srsv__unlock(&s->lock);
+}
+
+/* DELALLOC: write back 1 MiB of dirty data, giving back 150 MiB. */
+static int writeback_150(struct esim *esim, struct srsv_space *space,
+			 enum srsv_flush_state state, uint64_t bytes,
+			 void *arg)
 {
 	(void)esim; (void)state; (void)bytes; (void)arg;
-	srsv__lock(&space->lock);
-	space->stat_queued++;
-	srsv__unlock(&space->lock);
+	ck_assert_int_eq(srsv_ctx_account_delalloc(srsv_space_ctx(space),
+						   -(int64_t)MiB, 0), 0);
+	return srsv_space_release(space, 150 * MiB);
+}
+
+/* A preemptive run of several loops from 600 MiB reclaimable (at clamp 2
+ * or 3: 600 -> 450 -> 300 -> 150 MiB), refilled for the next one; returns
+ * the clamp after it. */
+static unsigned multi_loop_run(struct esim *sim, struct srsv_space *s)
+{
+	unsigned clamp;
+
+	ck_assert(srsv__need_preemptive_reclaim(s));
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	ck_assert_uint_gt(esim_calls(sim, SRSV_STATE_DELALLOC), 1);
+	clamp = esim_snap(s).clamp;
+	esim_log_clear(sim);
+	reserve_nf(s, 450 * MiB);	/* queues the next run */
+	return clamp;
+}
+
+static struct esim *quiet_sim(struct srsv_space **s, unsigned flags,
+			      unsigned clamp)
+{
+	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | flags, 0, TOTAL, 0);
+	struct esim_action a = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
+				 .preempt = 1, .op = ESIM_CALL,
+				 .fn = writeback_150 };
+
+	*s = esim_space(sim, SRSV_POOL_METADATA);
+	ck_assert_int_eq(srsv_ctx_account_delalloc(sim->ctx, 64 * MiB, 0), 0);
+	esim_add(sim, &a);
+	srsv__st(&(*s)->clamp, clamp);
+	reserve_nf(*s, 600 * MiB);
+	return sim;
+}
+
+START_TEST(test_clamp_kept_within_quiet_period)
+{
+	struct srsv_space *s;
+	struct esim *sim = quiet_sim(&s, 0, 3);
+	struct srsv_space_stats st;
+
+	/* Runs of several loops, no ticket queued: before the quiet
+	 * period the clamp came down after each (and between two bursts
+	 * it was back at 1).  Now it stays until a quiet period passed. */
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);
+	age_quiet(s, SRSV__CLAMP_QUIET_NS / 2);
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);
+	ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+	ck_assert_uint_eq(st.clamp_lowered, 0);
+	esim_free(sim);
+}
+END_TEST
+
+START_TEST(test_clamp_lowered_one_step_per_quiet_period)
+{
+	struct srsv_space *s;
+	struct esim *sim = quiet_sim(&s, 0, 3);
+	struct srsv_space_stats st;
+
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);	/* starts the period */
+	age_quiet(s, SRSV__CLAMP_QUIET_NS);
+	ck_assert_uint_eq(multi_loop_run(sim, s), 2);
+	/* The step restarted the period: not another one at once. */
+	ck_assert_uint_eq(multi_loop_run(sim, s), 2);
+	age_quiet(s, SRSV__CLAMP_QUIET_NS);
+	ck_assert_uint_eq(multi_loop_run(sim, s), 1);
+	/* Bounded at 1 (at clamp 1 the 600 MiB are over half of 1 GiB,
+	 * and one loop takes them under). */
+	age_quiet(s, SRSV__CLAMP_QUIET_NS);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	ck_assert_uint_eq(esim_snap(s).clamp, 1);
+	ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+	ck_assert_uint_eq(st.clamp_lowered, 2);
+	ck_assert_uint_eq(st.clamp_raised, 0);
+	esim_free(sim);
+}
+END_TEST
+
+START_TEST(test_clamp_fixed_never_lowered)
+{
+	struct srsv_space *s;
+	struct esim *sim = quiet_sim(&s, SRSV_CTX_FIXED_CLAMP, 3);
+
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);
+	age_quiet(s, 10 * SRSV__CLAMP_QUIET_NS);
+	ck_assert_uint_eq(multi_loop_run(sim, s), 3);
+	esim_free(sim);
+}
+END_TEST
+
+/* DELALLOC: write back 1 MiB of dirty data, giving back 30 MiB; with
+ * @arg, a ticket was queued meanwhile (white-box: the tickets-queued
+ * counter, as srsv_ticket_reserve() bumps it). */
+static int writeback_30(struct esim *esim, struct srsv_space *space,
+			enum srsv_flush_state state, uint64_t bytes, void *arg)
+{
+	(void)esim; (void)state; (void)bytes;
+	if (arg) {
+		srsv__lock(&space->lock);
+		space->stat_queued++;
+		srsv__unlock(&space->lock);
+	}
+	ck_assert_int_eq(srsv_ctx_account_delalloc(srsv_space_ctx(space),
+						   -(int64_t)MiB, 0), 0);
 	return srsv_space_release(space, 30 * MiB);
 }
 
@@ -602,7 +716,7 @@ START_TEST(test_clamp_kept_when_tickets_queued_during_run)
 	struct esim *sim = preempt_sim(&s, 600 * MiB);
 	struct esim_action a = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
 				 .preempt = 1, .op = ESIM_CALL,
-				 .fn = release_30_ticket_meanwhile };
+				 .fn = writeback_30, .fn_arg = (void *)1 };
 
 	esim_add(sim, &a);
 	srsv__st(&s->clamp, 2);
@@ -616,53 +730,43 @@ START_TEST(test_clamp_kept_when_tickets_queued_during_run)
 }
 END_TEST
 
-START_TEST(test_clamp_lowered_after_quiet_fruitless_run)
-{
-	struct srsv_space *s;
-	struct esim *sim = preempt_sim(&s, 600 * MiB);
-	struct esim_action a = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
-				 .preempt = 1, .op = ESIM_RELEASE,
-				 .arg = 30 * MiB };
-
-	/* Two loops that write nothing back end the run; no ticket was
-	 * queued meanwhile, so the clamp still comes down. */
-	esim_add(sim, &a);
-	srsv__st(&s->clamp, 2);
-	reserve_nf(s, 1 * MiB);
-	esim_hold(sim, SRSV_POOL_METADATA, 1 * MiB);
-	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
-	ck_assert_uint_eq(esim_total_calls(sim), 2);
-	ck_assert_uint_eq(esim_snap(s).clamp, 1);
-	esim_free(sim);
-}
-END_TEST
-
-/* DELALLOC: write back 1 MiB of dirty data, giving back 150 MiB. */
-static int writeback_150(struct esim *esim, struct srsv_space *space,
-			 enum srsv_flush_state state, uint64_t bytes,
-			 void *arg)
-{
-	(void)esim; (void)state; (void)bytes; (void)arg;
-	ck_assert_int_eq(srsv_ctx_account_delalloc(srsv_space_ctx(space),
-						   -(int64_t)MiB, 0), 0);
-	return srsv_space_release(space, 150 * MiB);
-}
-
-START_TEST(test_clamp_lowered_after_satisfied_multi_loop_run)
+START_TEST(test_clamp_quiet_period_restarts_on_ticket)
 {
 	struct srsv_space *s;
 	struct esim *sim = preempt_sim(&s, 600 * MiB);
 	struct esim_action a = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
 				 .preempt = 1, .op = ESIM_CALL,
-				 .fn = writeback_150 };
+				 .fn = writeback_30, .fn_arg = (void *)1,
+				 .times = 1 };
+	struct esim_action b = { .state = SRSV_STATE_DELALLOC, .pool = ESIM_ANY,
+				 .preempt = 1, .op = ESIM_CALL,
+				 .fn = writeback_30 };
+	uint64_t before;
 
-	esim_add(sim, &a);
 	srsv__st(&s->clamp, 2);
-	reserve_nf(s, 1 * MiB);		/* 601 MiB >= 1 GiB >> 2 */
+	/* A first run starts the quiet period; a long quiet follows. */
+	esim_add(sim, &b);
+	reserve_nf(s, 1 * MiB);
+	esim_hold(sim, SRSV_POOL_METADATA, 1 * MiB);
 	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
-	/* 601 -> 451 -> 301 -> 151 MiB: three loops, then not needed, and
-	 * no ticket was queued meanwhile: we were early enough. */
-	ck_assert_uint_eq(esim_calls(sim, SRSV_STATE_DELALLOC), 3);
+	ck_assert_uint_eq(esim_snap(s).clamp, 2);
+	age_quiet(s, 2 * SRSV__CLAMP_QUIET_NS);
+	/* But a ticket was queued while the next run flushed: it was not
+	 * early enough, the clamp stays and the period starts again. */
+	esim_clear_actions(sim);
+	esim_add(sim, &a);
+	esim_add(sim, &b);
+	before = srsv__now_ns();
+	reserve_nf(s, 100 * MiB);
+	esim_hold(sim, SRSV_POOL_METADATA, 100 * MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
+	ck_assert_uint_eq(esim_snap(s).clamp, 2);
+	ck_assert_uint_ge(s->clamp_quiet_ns, before);
+	/* A quiet period after it: now the clamp comes down. */
+	age_quiet(s, SRSV__CLAMP_QUIET_NS);
+	reserve_nf(s, 100 * MiB);
+	esim_hold(sim, SRSV_POOL_METADATA, 100 * MiB);
+	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 1);
 	ck_assert_uint_eq(esim_snap(s).clamp, 1);
 	esim_free(sim);
 }
@@ -902,9 +1006,11 @@ static Suite *preempt_suite(void)
 	tcase_add_test(tc, test_clamp_fixed_flag);
 	tcase_add_test(tc, test_clamp_lowered_after_one_loop_bounded);
 	tcase_add_test(tc, test_clamp_kept_when_tickets_queued_during_run);
-	tcase_add_test(tc, test_clamp_lowered_after_quiet_fruitless_run);
+	tcase_add_test(tc, test_clamp_kept_within_quiet_period);
+	tcase_add_test(tc, test_clamp_lowered_one_step_per_quiet_period);
+	tcase_add_test(tc, test_clamp_fixed_never_lowered);
+	tcase_add_test(tc, test_clamp_quiet_period_restarts_on_ticket);
 	tcase_add_test(tc, test_no_backoff_after_run_that_helped);
-	tcase_add_test(tc, test_clamp_lowered_after_satisfied_multi_loop_run);
 	tcase_add_test(tc, test_async_walk_hands_over_to_preempt);
 	suite_add_tcase(s, tc);
 	return s;

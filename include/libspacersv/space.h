@@ -513,10 +513,12 @@ struct srsv_space_stats {
 	/** reclaimable space / the room it may take, per mille */
 	uint64_t pace_fill_pm;
 	/* The adaptive clamp of preemptive flushing (srsv_space_info::clamp). */
-	/** times the clamp went up: a ticket had to start the async flusher
-	 *  while dirty data outgrew writeback */
+	/** times the clamp went up: a ticket had to start the async flusher,
+	 *  or a paced writer slept first since the pool was below pacing's
+	 *  start, while dirty data outgrew writeback */
 	uint64_t clamp_raised;
-	/** times it came down after a preemptive run that was early enough */
+	/** times it came down: a preemptive run ended a second (or more)
+	 *  after the last ticket, paced sleep or clamp change */
 	uint64_t clamp_lowered;
 };
 
