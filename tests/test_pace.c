@@ -556,6 +556,24 @@ START_TEST(test_commit_when_pinned_holds_pacing)
 }
 END_TEST
 
+/* The same pool with writeback in flight: it will free space without a
+ * commit, which would only take the device from it. */
+START_TEST(test_no_commit_for_pacing_while_writeback_runs)
+{
+	uint64_t to_reclaim = 0;
+
+	ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 0, MIB), 0);
+	ck_assert_int_ne(choose_with_pinned(ctx), SRSV_STATE_COMMIT_TRANS);
+	ck_assert_uint_eq(srsv__pace_excess(meta), 15 * MIB);
+	/* Writeback done: the commit is worth it again. */
+	ck_assert_int_eq(srsv_ctx_account_delalloc(ctx, 0, -(int64_t)MIB), 0);
+	srsv__lock(&meta->lock);
+	ck_assert_int_eq(srsv__preempt_choose(meta, &to_reclaim),
+			 SRSV_STATE_COMMIT_TRANS);
+	srsv__unlock(&meta->lock);
+}
+END_TEST
+
 static unsigned clamp_now(void)
 {
 	struct srsv_space_info info;
@@ -962,6 +980,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_fifo_with_tickets);
 	tcase_add_test(det, test_excess_past_freerun);
 	tcase_add_test(det, test_commit_when_pinned_holds_pacing);
+	tcase_add_test(det, test_no_commit_for_pacing_while_writeback_runs);
 	tcase_add_test(det, test_paced_sleep_raises_clamp);
 	tcase_add_test(thr, test_threads_paced);
 	tcase_add_test(thr, test_shutdown_while_paced);
