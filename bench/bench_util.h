@@ -57,6 +57,43 @@ static inline void print_load(const char *when)
 		       sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/*
+ * The machine's CPU time so far, from the first line of /proc/stat (in
+ * clock ticks): all of it, and the share "steal" (a virtual machine's
+ * CPUs waiting for the host's).  On a shared host steal comes and goes,
+ * and timing-sensitive figures move with it.  Both 0 if unreadable.
+ */
+struct cpu_ticks {
+	uint64_t total, steal;
+};
+
+static inline struct cpu_ticks cpu_ticks_now(void)
+{
+	struct cpu_ticks t = { 0, 0 };
+	unsigned long long v[8] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (!f)
+		return t;
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) == 8) {
+		for (int i = 0; i < 8; i++)
+			t.total += v[i];
+		t.steal = v[7];
+	}
+	fclose(f);
+	return t;
+}
+
+/* Steal between two readings, in % of the CPU time (NAN if unknown). */
+static inline double cpu_steal_pct(struct cpu_ticks a, struct cpu_ticks b)
+{
+	if (b.total <= a.total)
+		return 0.0 / 0.0;
+	return 100.0 * (double)(b.steal - a.steal) /
+	       (double)(b.total - a.total);
+}
+
 /* A non-negative integer argument (decimal, 0x hex or 0 octal). */
 static inline bool parse_u64(const char *s, uint64_t *out)
 {

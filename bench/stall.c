@@ -61,9 +61,17 @@
  * - Workloads: "buffered" (above), "steady" (the same writers asking for
  *   --steady-pct of the device's rate, on smaller trees with background
  *   writeback from a quarter of the dirty limit, see workload_params():
- *   a fixed high clamp flushes more than needed there), "abusive" (--abusive-writers writers reserving
- *   --abusive-item-kib per write, in --burst-ms bursts: more than clamp 1
- *   keeps up with) and "dio" (below).
+ *   a fixed high clamp flushes more than needed there), "abusive" (the
+ *   steady file system under --abusive-writers writers reserving
+ *   --abusive-item-kib per write, in bursts that together reserve
+ *   --burst-pct of the free metadata every --burst-period-ms: below the
+ *   device's rate on average, but each burst larger than the headroom
+ *   clamp 1 leaves; the series' "particularly abusive" workloads that
+ *   "quickly overwhelm the preemptive flushing code and drive us into
+ *   using tickets"), "overload" (the same writers on the default trees,
+ *   --burst-ms on and as long off: 13x what the device writes back, where
+ *   no clamp keeps up and only slowing the writers helps) and "dio"
+ *   (below).
  * - Direct-I/O workload: reserve the same metadata, write the page on the
  *   device synchronously, complete at once (COW, refs, release): no delalloc.
  *   Its reservations are short-lived; what fills its pool is pinned space
@@ -103,7 +111,9 @@
  * longest single wait of a paced write), clamp_abusive_gain and
  * clamp_abusive_p99 (adaptive over clamp1, abusive), clamp_steady_tput
  * (adaptive over clamp1, steady) and clamp_steady_flush_vs_c8 (flush
- * callback calls, adaptive over clamp8, steady).
+ * callback calls, adaptive over clamp8, steady).  Every round also
+ * prints the host's steal time (a virtual machine's CPUs waiting for the
+ * host's): the figures move with it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -151,9 +161,10 @@
  * before it shuts the ctx down (a writer stuck longer is a core bug). */
 #define STOP_GRACE_NS (5 * NSEC_PER_SEC)
 
-enum workload { WL_BUFFERED = 0, WL_STEADY, WL_ABUSIVE, WL_DIO, WL_COUNT };
+enum workload { WL_BUFFERED = 0, WL_STEADY, WL_ABUSIVE, WL_OVERLOAD, WL_DIO,
+		WL_COUNT };
 static const char *const workload_names[WL_COUNT] = {
-	"buffered", "steady", "abusive", "dio"
+	"buffered", "steady", "abusive", "overload", "dio"
 };
 
 /*
@@ -177,7 +188,9 @@ static const unsigned default_modes[WL_COUNT] = {
 	[WL_BUFFERED] = M(MODE_TICKETS) | M(MODE_CLAMP1) | M(MODE_ADAPTIVE) |
 			M(MODE_PACE) | M(MODE_WBM) | M(MODE_WC),
 	[WL_STEADY] = M(MODE_CLAMP1) | M(MODE_CLAMP8) | M(MODE_ADAPTIVE),
-	[WL_ABUSIVE] = M(MODE_CLAMP1) | M(MODE_ADAPTIVE) | M(MODE_PACE),
+	[WL_ABUSIVE] = M(MODE_CLAMP1) | M(MODE_CLAMP8) | M(MODE_ADAPTIVE) |
+		       M(MODE_PACE),
+	[WL_OVERLOAD] = M(MODE_CLAMP1) | M(MODE_ADAPTIVE) | M(MODE_PACE),
 	[WL_DIO] = M(MODE_TICKETS) | M(MODE_ADAPTIVE),
 };
 
@@ -218,9 +231,11 @@ struct params {
 	unsigned steady_fs_leaves;	/* steady: its own, smaller trees */
 	unsigned steady_ext_leaves;
 	unsigned steady_bg_pct;		/* steady: background threshold */
-	unsigned abusive_writers;	/* abusive: writers */
-	uint64_t abusive_item_bytes;	/* abusive: reservation per write */
-	unsigned burst_ms;		/* abusive: on for this, off as long */
+	unsigned abusive_writers;	/* abusive, overload: writers */
+	uint64_t abusive_item_bytes;	/* abusive, overload: per write */
+	unsigned burst_pct;		/* abusive: a burst, % of the room */
+	unsigned burst_period_ms;	/* abusive: one burst per period */
+	unsigned burst_ms;		/* overload: on for this, off as long */
 	const char *csv_dir;
 	unsigned modes;		/* bit per enum mode; 0: default matrix */
 	unsigned workloads;	/* bit per enum workload */
@@ -320,6 +335,7 @@ struct writer {
 	atomic_uint_fast64_t throttled_ns;	/* in a peer's stall or delay */
 	uint64_t ops;
 	uint64_t reserve_errors;
+	unsigned burst_done;		/* abusive: writes in this burst */
 };
 
 struct sample {
@@ -395,6 +411,8 @@ struct engine {
 	 */
 	atomic_uint_fast64_t held;
 	uint64_t room;
+	uint64_t t0;			/* the run's start: bursts' epoch */
+	unsigned burst_writes;		/* abusive: writes per writer */
 	/* WriteBufferManager: writers stalled at buffer_size, all woken
 	 * at once when usage drops below it. */
 	pthread_mutex_t wbm_lock;
@@ -1282,17 +1300,26 @@ static uint64_t write_ns(const struct engine *e)
  * writer's virtual clock: the caller moves it past every wait (a stall is
  * lost time, never made up in a burst), while a late wake-up of this
  * thread (the machine is shared) is made up, so the writer's speed is the
- * model's, not the scheduler's.  The abusive workload writes in bursts:
- * --burst-ms on, as long off, every writer in step.
+ * model's, not the scheduler's.  Bursts, every writer in step from the
+ * run's start: the abusive workload writes burst_writes writes per writer
+ * at the start of every --burst-period-ms (a writer that waited through
+ * the period starts its next burst at the next period); the overload
+ * workload writes --burst-ms on, as long off.
  */
-static void pace_writer(const struct engine *e, uint64_t *vt, uint64_t start)
+static void pace_writer(struct writer *w, uint64_t *vt)
 {
+	const struct engine *e = w->e;
 	const struct params *p = e->p;
 
 	*vt += write_ns(e);
-	if (e->wl == WL_ABUSIVE && p->burst_ms) {
+	if (e->wl == WL_ABUSIVE && ++w->burst_done >= e->burst_writes) {
+		uint64_t period = (uint64_t)p->burst_period_ms * NSEC_PER_MSEC;
+
+		w->burst_done = 0;
+		*vt = e->t0 + ((*vt - e->t0) / period + 1) * period;
+	} else if (e->wl == WL_OVERLOAD && p->burst_ms) {
 		uint64_t period = 2 * (uint64_t)p->burst_ms * NSEC_PER_MSEC;
-		uint64_t into = (*vt - start) % period;
+		uint64_t into = (*vt - e->t0) % period;
 
 		if (into >= period / 2)
 			*vt += period - into;
@@ -1306,7 +1333,7 @@ static void *writer_main(void *arg)
 	struct writer *w = arg;
 	struct engine *e = w->e;
 	const struct params *p = e->p;
-	uint64_t start = now_ns(), vt = start;
+	uint64_t vt = now_ns();
 
 	tight_timers();
 	while (!atomic_load_explicit(&e->stop, memory_order_relaxed)) {
@@ -1335,12 +1362,12 @@ static void *writer_main(void *arg)
 			w->reserve_errors++;
 			if (ret == -ESHUTDOWN)
 				break;
-			pace_writer(e, &vt, start);
+			pace_writer(w, &vt);
 			continue;
 		}
 		if (uses_held(e))
 			atomic_fetch_add(&e->held, p->item_bytes);
-		pace_writer(e, &vt, start);
+		pace_writer(w, &vt);
 		if (e->wl != WL_DIO) {
 			/* Report the dirty page before publishing it: once it
 			 * is on the list, writeback may take it and report
@@ -1557,8 +1584,9 @@ static double dev_pages_per_s(const struct params *p)
 	       (double)dev_cost_ns(p, (uint64_t)p->wb_chunk_pages * PAGE_BYTES);
 }
 
-/* A workload's parameters: the abusive one has more writers, each
- * reserving more per write. */
+/* A workload's parameters: steady and abusive run on smaller trees;
+ * abusive and overload have more writers, each reserving more per
+ * write. */
 static void workload_params(struct params *w, const struct params *p,
 			    enum workload wl)
 {
@@ -1579,13 +1607,18 @@ static void workload_params(struct params *w, const struct params *p,
 	 * clamp 1's threshold, and what a fixed high clamp adds is flushing
 	 * nobody needed.
 	 */
-	if (wl == WL_STEADY) {
+	/*
+	 * Abusive is the steady file system (trees, background writeback)
+	 * under bursts: where a burst larger than clamp 1's headroom queues
+	 * tickets and a higher clamp's does not (see main()).
+	 */
+	if (wl == WL_STEADY || wl == WL_ABUSIVE) {
 		w->fs_leaves = p->steady_fs_leaves;
 		w->ext_leaves = p->steady_ext_leaves;
 		w->dirty_bg_pct = p->steady_bg_pct;
 		w->dirty_limit_pages = dirty_limit_pages(w);
 	}
-	if (wl == WL_ABUSIVE) {
+	if (wl == WL_ABUSIVE || wl == WL_OVERLOAD) {
 		w->writers = p->abusive_writers;
 		w->item_bytes = p->abusive_item_bytes;
 	}
@@ -1671,6 +1704,11 @@ static int engine_init(struct engine *e, const struct params *p0,
 
 	e->dirty_bg = dirty_limit_pages(p) * p->dirty_bg_pct / 100;
 	e->room = free_meta_bytes(p);
+	/* Abusive: together the writers reserve --burst-pct of the room
+	 * per burst. */
+	e->burst_writes = (unsigned)div_round_up(e->room / 100 * p->burst_pct,
+						 (uint64_t)p->writers *
+						 p->item_bytes);
 	e->wbm_limit = e->room / 100 * p->wbm_pct;
 	/* delayed_write_rate: a tuned one, the device's own data rate
 	 * (RocksDB's default of 16 MB/s would be a fraction of it). */
@@ -1774,7 +1812,7 @@ static int run_once(const struct params *p0, enum workload wl, enum mode mode,
 	p = e->p;
 	bg = p->bg_writeback && wl != WL_DIO;
 
-	t0 = now_ns();
+	t0 = e->t0 = now_ns();
 	pthread_mutex_lock(&e->tree_lock);
 	e->trans_start_ns = t0;	/* the first transaction starts with the run */
 	pthread_mutex_unlock(&e->tree_lock);
@@ -2140,7 +2178,7 @@ static void usage(FILE *f)
 "  --quick            --duration-ms 1500 --runs 1\n"
 "  --modes LIST       tickets,clamp1,clamp8,adaptive,pace,wbm,wc (default:\n"
 "                     per workload, see docs/results-stall.md)\n"
-"  --workloads LIST   buffered,steady,abusive,dio (default all)\n"
+"  --workloads LIST   buffered,steady,abusive,overload,dio (default all)\n"
 "  --csv-dir DIR      write stall-<workload>-<mode>.csv timelines there\n"
 "  --sample-ms N      timeline period (default 10)\n"
 "  --writers N        writer threads (default 4)\n"
@@ -2165,13 +2203,17 @@ static void usage(FILE *f)
 "                     device's rate)\n"
 "  --wc-recalc-ms N   wc: stall conditions recalculated every N ms (default 10)\n"
 "  --steady-pct N     steady: demand, %% of the device's rate (default 70)\n"
-"  --steady-fs-leaves N, --steady-ext-leaves N  steady: its trees (default\n"
-"                     1024 and 512)\n"
-"  --steady-bg-pct N  steady: background threshold, %% of its dirty limit\n"
-"                     (default 25)\n"
-"  --abusive-writers N  abusive: writers (default 16)\n"
-"  --abusive-item-kib N abusive: reservation per write (default 512)\n"
-"  --burst-ms N       abusive: on N ms, off N ms (default 20)\n"
+"  --steady-fs-leaves N, --steady-ext-leaves N  steady and abusive: their\n"
+"                     trees (default 1024 and 512)\n"
+"  --steady-bg-pct N  steady and abusive: background threshold, %% of the\n"
+"                     dirty limit (default 25)\n"
+"  --abusive-writers N  abusive, overload: writers (default 16)\n"
+"  --abusive-item-kib N abusive, overload: reservation per write (default\n"
+"                     512)\n"
+"  --burst-pct N      abusive: each burst reserves N%% of the free metadata\n"
+"                     (default 70)\n"
+"  --burst-period-ms N  abusive: one burst every N ms (default 20)\n"
+"  --burst-ms N       overload: on N ms, off N ms (default 20)\n"
 "  --pool-mib N       metadata pool (default 512)\n"
 "  --other-mib N      untouched used metadata (default 208)\n"
 "  --fs-leaves N      fs tree leaves (default 4096)\n"
@@ -2254,7 +2296,10 @@ int main(int argc, char **argv)
 	 *   and the WriteController delays, at 80% of the free metadata; the
 	 *   WriteBufferManager stalls, and the WriteController stops, at 90%.
 	 * - Steady: 70% of the device's rate.  Abusive: 16 writers reserving
-	 *   512 KiB each, in 20 ms bursts.
+	 *   512 KiB each, in bursts of 70% of the free metadata every 20 ms
+	 *   (about 29% of the device's rate): more than the half clamp 1
+	 *   leaves free, less than what clamp 2 or 3 does.  Overload: the
+	 *   same writers, 20 ms on, 20 ms off.
 	 */
 	struct params p = {
 		.writers = 4,
@@ -2293,6 +2338,8 @@ int main(int argc, char **argv)
 		.steady_bg_pct = 25,
 		.abusive_writers = 16,
 		.abusive_item_bytes = 512 * KIB,
+		.burst_pct = 70,
+		.burst_period_ms = 20,
 		.burst_ms = 20,
 		.csv_dir = NULL,
 		.modes = 0,
@@ -2309,6 +2356,7 @@ int main(int argc, char **argv)
 		OPT_WBM_PCT, OPT_WC_SOFT, OPT_WC_STOP, OPT_WC_RATE,
 		OPT_WC_RECALC, OPT_STEADY, OPT_AB_WRITERS, OPT_AB_ITEM,
 		OPT_BURST, OPT_STEADY_FS, OPT_STEADY_EXT, OPT_STEADY_BG,
+		OPT_BURST_PCT, OPT_BURST_PERIOD,
 		OPT_HELP, OPT_VERSION,
 	};
 	static const struct option opts[] = {
@@ -2353,11 +2401,15 @@ int main(int argc, char **argv)
 		{ "abusive-writers", required_argument, NULL, OPT_AB_WRITERS },
 		{ "abusive-item-kib", required_argument, NULL, OPT_AB_ITEM },
 		{ "burst-ms", required_argument, NULL, OPT_BURST },
+		{ "burst-pct", required_argument, NULL, OPT_BURST_PCT },
+		{ "burst-period-ms", required_argument, NULL, OPT_BURST_PERIOD },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 }
 	};
 	int order[WL_COUNT * MODE_COUNT][2], nr_order = 0;
+	struct cpu_ticks bench_start;
+	double steal[64];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -2416,6 +2468,8 @@ int main(int argc, char **argv)
 		case OPT_AB_WRITERS: p.abusive_writers = (unsigned)v; break;
 		case OPT_AB_ITEM: p.abusive_item_bytes = v * KIB; break;
 		case OPT_BURST: p.burst_ms = (unsigned)v; break;
+		case OPT_BURST_PCT: p.burst_pct = (unsigned)v; break;
+		case OPT_BURST_PERIOD: p.burst_period_ms = (unsigned)v; break;
 		case OPT_HELP: usage(stdout); return 0;
 		case OPT_VERSION:
 			printf("bench_stall (libspacersv) %s\n", srsv_version());
@@ -2437,7 +2491,8 @@ int main(int argc, char **argv)
 	    !p.wbm_pct || p.wbm_pct > 100 || p.wc_soft_pct >= p.wc_stop_pct ||
 	    p.wc_stop_pct > 100 || !p.wc_recalc_ms || !p.steady_pct ||
 	    p.steady_fs_leaves < 1 || p.steady_ext_leaves < 1 ||
-	    p.steady_bg_pct >= 100 ||
+	    p.steady_bg_pct >= 100 || !p.burst_pct || p.burst_pct > 100 ||
+	    !p.burst_period_ms ||
 	    p.item_bytes < page_meta_need(&p) ||
 	    p.abusive_item_bytes < page_meta_need(&p)) {
 		fprintf(stderr, "stall: bad options (an item must cover %" PRIu64
@@ -2458,15 +2513,17 @@ int main(int argc, char **argv)
 	printf("policies: pace from %u%% (longest delay %u ms); wbm stall at "
 	       "%u%%; wc delay at %u%%, stop at %u%%, rate %.0f MiB/s, "
 	       "recalculated every %u ms; steady %u%% of the device; abusive "
-	       "%u writers x %" PRIu64 " KiB in %u ms bursts; background "
-	       "writeback %s\n", p.pace_pct, p.pace_max_ms, p.wbm_pct,
-	       p.wc_soft_pct, p.wc_stop_pct,
+	       "and overload %u writers x %" PRIu64 " KiB, abusive in bursts "
+	       "of %u%% of the free metadata every %u ms, overload %u ms on, "
+	       "%u ms off; background writeback %s\n", p.pace_pct,
+	       p.pace_max_ms, p.wbm_pct, p.wc_soft_pct, p.wc_stop_pct,
 	       (p.wc_rate ? (double)p.wc_rate :
 			    dev_pages_per_s(&p) * PAGE_BYTES) / MIB,
 	       p.wc_recalc_ms, p.steady_pct, p.abusive_writers,
-	       p.abusive_item_bytes / KIB, p.burst_ms,
-	       p.bg_writeback ? "on" : "off");
+	       p.abusive_item_bytes / KIB, p.burst_pct, p.burst_period_ms,
+	       p.burst_ms, p.burst_ms, p.bg_writeback ? "on" : "off");
 	print_load("start");
+	bench_start = cpu_ticks_now();
 
 	for (int wl = 0; wl < WL_COUNT; wl++)
 		for (int m = 0; m < MODE_COUNT; m++)
@@ -2481,6 +2538,8 @@ int main(int argc, char **argv)
 	 * all alike, and the ratios are of runs made side by side.
 	 */
 	for (unsigned run = 0; run < p.runs; run++) {
+		struct cpu_ticks round_start = cpu_ticks_now();
+
 		for (int k = 0; k < nr_order; k++) {
 			int i = run % 2 ? nr_order - 1 - k : k;
 			int wl = order[i][0], m = order[i][1];
@@ -2493,10 +2552,22 @@ int main(int argc, char **argv)
 				     p.csv_dir ? path : NULL))
 				return 1;
 		}
-		fprintf(stderr, "stall: round %u of %u done\n", run + 1,
-			p.runs);
+		steal[run] = cpu_steal_pct(round_start, cpu_ticks_now());
+		fprintf(stderr, "stall: round %u of %u done (steal %.1f%% of "
+			"CPU time)\n", run + 1, p.runs, steal[run]);
 	}
 	print_load("end");
+	{
+		double lo = steal[0], hi = steal[0];
+
+		for (unsigned run = 1; run < p.runs; run++) {
+			lo = steal[run] < lo ? steal[run] : lo;
+			hi = steal[run] > hi ? steal[run] : hi;
+		}
+		printf("steal (the host's share of this VM's CPU time): %.1f%%, "
+		       "per round %.1f-%.1f%%\n",
+		       cpu_steal_pct(bench_start, cpu_ticks_now()), lo, hi);
+	}
 	print_header();
 	for (int i = 0; i < nr_order; i++) {
 		int wl = order[i][0], m = order[i][1];
@@ -2545,6 +2616,14 @@ int main(int argc, char **argv)
 		struct ratio csf = ratio_of("clamp_steady_flush_vs_c8",
 			R(STEADY, ADAPTIVE), R(STEADY, CLAMP8), n, get_flushes,
 			HAVE2(STEADY, ADAPTIVE, CLAMP8));
+		/* Not in the summary line: what a fixed high clamp buys on
+		 * the abusive bursts, and pacing under overload. */
+		struct ratio c8p = ratio_of("clamp8_abusive_p99",
+			R(ABUSIVE, CLAMP8), R(ABUSIVE, CLAMP1), n, get_p99,
+			HAVE2(ABUSIVE, CLAMP8, CLAMP1));
+		struct ratio pov = ratio_of("pace_overload_tput",
+			R(OVERLOAD, PACE), R(OVERLOAD, CLAMP1), n, get_ops,
+			HAVE2(OVERLOAD, PACE, CLAMP1));
 		double max_stall = S(BUFFERED, PACE)->have ?
 				   S(BUFFERED, PACE)->max / NSEC_PER_MSEC : NAN;
 		static const int peers[] = { MODE_TICKETS, MODE_WBM, MODE_WC };
@@ -2573,6 +2652,8 @@ int main(int argc, char **argv)
 		print_ratio(&cap);
 		print_ratio(&cst);
 		print_ratio(&csf);
+		print_ratio(&c8p);
+		print_ratio(&pov);
 		printf("summary: throughput_ratio=%.2f p99_ratio=%.3f "
 		       "commit_ratio=%.2f dio_ratio=%.3f pace_p99_vs_wc=%.3f "
 		       "pace_p99_vs_tickets=%.3f pace_tput_vs_best=%.3f "
