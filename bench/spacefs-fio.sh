@@ -12,9 +12,10 @@
 #   SPACEFS_BENCH_DIR  where the backing directories go (default /tmp: a
 #                      disk-backed file system, the "device" behind spacefs)
 #   RUNS               repetitions per job and mode (default 3)
-#   PACE               mount with pace=PACE (the library's pacing of metadata
-#                      reservations, from PACE% of the pool's room; default 0:
-#                      off), in both modes
+#   PACE               randwrite also runs a third mode, preemptive flushing
+#                      on and the library's pacing of metadata reservations
+#                      from PACE% of the pool's room (mount option pace=PACE;
+#                      default 80; 0: no such mode)
 #
 # Jobs (fio, unchanged but for sizes and run times):
 #   randwrite   the preemptive-flushing series' job: 4 jobs, 4 KiB random writes, sync engine, buffered,
@@ -31,12 +32,16 @@
 # Per job and mode it prints the medians of: write bandwidth (and read
 # bandwidth for randrw), write completion latency p99, tickets (metadata +
 # data tickets the writers waited on, from the control file) and commits.
-# Last line: "summary: randwrite_preempt_ratio=R fill_ratio=F" where R is
-# the randwrite median bandwidth with preemptive flushing over without.
+# The modes of one repetition run one after the other, so the ratios are
+# of runs made side by side.  Last line: "summary:
+# randwrite_preempt_ratio=R fill_ratio=F randwrite_pace_bw=B
+# randwrite_pace_p99=P" where R is the randwrite median bandwidth with
+# preemptive flushing over without, B and P randwrite's median bandwidth
+# and p99 with pacing over without (preemptive flushing on in both).
 set -u
 
 case ${1:-} in
--h|--help) sed -n '3,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '3,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --version)
 	sed -n "s/^  version: '\\([^']*\\)',\$/spacefs-fio.sh (libspacersv) \\1/p" \
 		"$(dirname "$0")/../meson.build"
@@ -47,6 +52,7 @@ BUILD=${1:-build}
 SPACEFS=${SPACEFS:-$BUILD/examples/spacefs/spacefs}
 BASE=${SPACEFS_BENCH_DIR:-/tmp}
 RUNS=${RUNS:-3}
+PACE=${PACE:-80}
 
 die() {
 	echo "spacefs-fio: $*" >&2
@@ -129,11 +135,15 @@ EOF
 RESULTS=$WORK/results
 : >"$RESULTS"
 
-# run_job NAME MODE REP BACKING MOUNTOPTS FIOARGS...
+# run_job NAME MODE REP BACKING MOUNTOPTS FIOARGS...: MODE 0 preemptive
+# flushing off, 1 on, p on with pacing from $PACE%
 run_job() {
 	local name=$1 mode=$2 rep=$3 back=$4 opts=$5 out tickets commits
 	shift 5
-	mount_fs "$back" "$opts,preempt=$mode"
+	case $mode in
+	p) mount_fs "$back" "$opts,preempt=1,pace=$PACE" ;;
+	*) mount_fs "$back" "$opts,preempt=$mode" ;;
+	esac
 	out=$WORK/$name-$mode-$rep.json
 	( cd "$MNT" && timeout 300 fio --directory="$MNT" "$@" \
 		--output-format=json --output="$out" ) >/dev/null 2>&1 ||
@@ -160,7 +170,7 @@ layout() {
 # Mount options: 2 GiB, the default 16 MiB metadata pool, a 16 MiB cache,
 # no periodic commit inside a run (btrfs commits every 30 s; runs are
 # shorter than that, so it would only add noise).
-OPTS="capacity=2G,meta=16M,cache=16M,commit=0,pace=${PACE:-0}"
+OPTS="capacity=2G,meta=16M,cache=16M,commit=0"
 
 RW_BACK=$WORK/back-randwrite
 RW_FILES=(--filename_format='FioWorkloads.$jobnum' --numjobs=4 --size=128m)
@@ -183,7 +193,7 @@ seq_job() {
 		--filename=seqfile
 }
 
-echo "spacefs-fio: $SPACEFS, backing in $BASE, $RUNS runs per job and mode, pace=${PACE:-0}" >&2
+echo "spacefs-fio: $SPACEFS, backing in $BASE, $RUNS runs per job and mode, randwrite also paced from ${PACE}%" >&2
 echo "laying out the random-write files..." >&2
 layout "$RW_BACK" "$OPTS" --name=layout --rw=write --bs=1m \
 	--ioengine=psync "${RW_FILES[@]}"
@@ -191,8 +201,10 @@ layout "$RR_BACK" "$OPTS" --name=layout --rw=write --bs=1m \
 	--ioengine=psync --filename=foobar --size=256m
 
 for rep in $(seq "$RUNS"); do
-	for mode in 0 1; do
+	for mode in 0 1 p; do
+		[ "$mode" = p ] && [ "$PACE" = 0 ] && continue
 		run_job randwrite $mode "$rep" "$RW_BACK" "$OPTS" "${RW_JOB[@]}"
+		[ "$mode" = p ] && continue
 		run_job randrw $mode "$rep" "$RR_BACK" "$OPTS" "${RR_JOB[@]}"
 		for eng in psync io_uring; do
 			case $eng in
@@ -231,14 +243,15 @@ med = {}
 print("%-10s %-7s %10s %10s %10s %9s %8s   %s" % ("job", "preempt", "write MiB/s",
       "read MiB/s", "p99 us", "tickets", "commits", "write MiB/s per run"))
 for job in jobs:
-    for mode in ("0", "1"):
+    for mode in ("0", "1", "p"):
         rs = [r for r in rows if r[0] == job and r[1] == mode]
         if not rs:
             continue
         m = [statistics.median(float(r[i]) for r in rs) for i in (3, 4, 5, 7, 8)]
         med[(job, mode)] = m
         print("%-10s %-7s %10.1f %10.1f %10.0f %9.0f %8.0f   %s" % (job,
-              "on" if mode == "1" else "off", m[0], m[1], m[2], m[3], m[4],
+              {"0": "off", "1": "on", "p": "on+pace"}[mode], m[0], m[1],
+              m[2], m[3], m[4],
               " ".join(r[3] for r in rs)))
 for job in jobs:
     if (job, "0") in med and (job, "1") in med and med[(job, "0")][0] > 0:
@@ -246,7 +259,19 @@ for job in jobs:
               med[(job, "1")][0] / med[(job, "0")][0]))
 ratio = med[("randwrite", "1")][0] / med[("randwrite", "0")][0]
 fill = fill_bytes / capacity
+pace = ""
+if ("randwrite", "p") in med:
+    on, paced = med[("randwrite", "1")], med[("randwrite", "p")]
+    per = lambda i: [float(p[i]) / float(o[i]) if float(o[i]) else float("nan")
+                     for o, p in zip([r for r in rows if r[:2] == ["randwrite", "1"]],
+                                     [r for r in rows if r[:2] == ["randwrite", "p"]])]
+    print("randwrite  pacing on/off (preemptive on): bandwidth %.2f (per run %s), "
+          "p99 %.2f (per run %s)" % (paced[0] / on[0],
+          " ".join("%.2f" % x for x in per(3)), paced[2] / on[2],
+          " ".join("%.2f" % x for x in per(5))))
+    pace = " randwrite_pace_bw=%.2f randwrite_pace_p99=%.2f" % (
+        paced[0] / on[0], paced[2] / on[2])
 print("fill: %d bytes written before ENOSPC on a %d-byte spacefs (%s ENOSPC)"
       % (fill_bytes, capacity, enospc))
-print("summary: randwrite_preempt_ratio=%.2f fill_ratio=%.4f" % (ratio, fill))
+print("summary: randwrite_preempt_ratio=%.2f fill_ratio=%.4f%s" % (ratio, fill, pace))
 EOF
