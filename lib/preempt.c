@@ -45,7 +45,7 @@
  * is every run, so each burst raised the clamp and the gap after it
  * lowered it again (the stall benchmark's bursts of 70% of the free
  * space every 20 ms: clamp mean 2.0, 73 steps up and 73 down in 3 s, p99
- * 0.66x clamp 1's where clamp 8 and the quiet period give 0.01x).  A
+ * 0.66x clamp 1's where clamp 8 and the quiet period give under 0.01x).  A
  * second is long against the gaps between the bursts the clamp was
  * raised for and short against a workload's phases.  Lowering is a
  * probe: if the looser clamp lets the next burst queue tickets, the

@@ -517,8 +517,9 @@ struct srsv_space_stats {
 	 *  or a paced writer slept first since the pool was below pacing's
 	 *  start, while dirty data outgrew writeback */
 	uint64_t clamp_raised;
-	/** times it came down: a preemptive run ended a second (or more)
-	 *  after the last ticket, paced sleep or clamp change */
+	/** times it came down: a preemptive run needed one loop, or ended
+	 *  a second (or more) after the last ticket, paced sleep or clamp
+	 *  change, with no ticket queued */
 	uint64_t clamp_lowered;
 };
 
