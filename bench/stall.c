@@ -2585,45 +2585,37 @@ int main(int argc, char **argv)
 #define S(wl, m) (&sum[WL_##wl][MODE_##m])
 #define R(wl, m) (res[WL_##wl][MODE_##m])
 #define HAVE2(wl, a, b) (S(wl, a)->have && S(wl, b)->have)
+/* Policy a over policy b on workload wl, per round and of the medians. */
+#define RATIO(name, wl, a, b, get) \
+	ratio_of(name, R(wl, a), R(wl, b), n, get, HAVE2(wl, a, b))
 		unsigned n = p.runs;
-		struct ratio tp = ratio_of("throughput_ratio", R(BUFFERED, ADAPTIVE),
-			R(BUFFERED, TICKETS), n, get_ops,
-			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
-		struct ratio p99 = ratio_of("p99_ratio", R(BUFFERED, ADAPTIVE),
-			R(BUFFERED, TICKETS), n, get_p99,
-			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
-		struct ratio cr = ratio_of("commit_ratio", R(BUFFERED, ADAPTIVE),
-			R(BUFFERED, TICKETS), n, get_commits,
-			HAVE2(BUFFERED, ADAPTIVE, TICKETS));
-		struct ratio dio = ratio_of("dio_ratio", R(DIO, ADAPTIVE),
-			R(DIO, TICKETS), n, get_ops,
-			HAVE2(DIO, ADAPTIVE, TICKETS));
-		struct ratio pwc = ratio_of("pace_p99_vs_wc", R(BUFFERED, PACE),
-			R(BUFFERED, WC), n, get_p99, HAVE2(BUFFERED, PACE, WC));
-		struct ratio ptk = ratio_of("pace_p99_vs_tickets",
-			R(BUFFERED, PACE), R(BUFFERED, TICKETS), n, get_p99,
-			HAVE2(BUFFERED, PACE, TICKETS));
+		struct ratio tp = RATIO("throughput_ratio",
+			BUFFERED, ADAPTIVE, TICKETS, get_ops);
+		struct ratio p99 = RATIO("p99_ratio",
+			BUFFERED, ADAPTIVE, TICKETS, get_p99);
+		struct ratio cr = RATIO("commit_ratio",
+			BUFFERED, ADAPTIVE, TICKETS, get_commits);
+		struct ratio dio = RATIO("dio_ratio",
+			DIO, ADAPTIVE, TICKETS, get_ops);
+		struct ratio pwc = RATIO("pace_p99_vs_wc",
+			BUFFERED, PACE, WC, get_p99);
+		struct ratio ptk = RATIO("pace_p99_vs_tickets",
+			BUFFERED, PACE, TICKETS, get_p99);
 		struct ratio ptp = { "pace_tput_vs_best", NAN, NAN, NAN };
-		struct ratio cag = ratio_of("clamp_abusive_gain",
-			R(ABUSIVE, ADAPTIVE), R(ABUSIVE, CLAMP1), n, get_ops,
-			HAVE2(ABUSIVE, ADAPTIVE, CLAMP1));
-		struct ratio cap = ratio_of("clamp_abusive_p99",
-			R(ABUSIVE, ADAPTIVE), R(ABUSIVE, CLAMP1), n, get_p99,
-			HAVE2(ABUSIVE, ADAPTIVE, CLAMP1));
-		struct ratio cst = ratio_of("clamp_steady_tput",
-			R(STEADY, ADAPTIVE), R(STEADY, CLAMP1), n, get_ops,
-			HAVE2(STEADY, ADAPTIVE, CLAMP1));
-		struct ratio csf = ratio_of("clamp_steady_flush_vs_c8",
-			R(STEADY, ADAPTIVE), R(STEADY, CLAMP8), n, get_flushes,
-			HAVE2(STEADY, ADAPTIVE, CLAMP8));
+		struct ratio cag = RATIO("clamp_abusive_gain",
+			ABUSIVE, ADAPTIVE, CLAMP1, get_ops);
+		struct ratio cap = RATIO("clamp_abusive_p99",
+			ABUSIVE, ADAPTIVE, CLAMP1, get_p99);
+		struct ratio cst = RATIO("clamp_steady_tput",
+			STEADY, ADAPTIVE, CLAMP1, get_ops);
+		struct ratio csf = RATIO("clamp_steady_flush_vs_c8",
+			STEADY, ADAPTIVE, CLAMP8, get_flushes);
 		/* Not in the summary line: what a fixed high clamp buys on
 		 * the abusive bursts, and pacing under overload. */
-		struct ratio c8p = ratio_of("clamp8_abusive_p99",
-			R(ABUSIVE, CLAMP8), R(ABUSIVE, CLAMP1), n, get_p99,
-			HAVE2(ABUSIVE, CLAMP8, CLAMP1));
-		struct ratio pov = ratio_of("pace_overload_tput",
-			R(OVERLOAD, PACE), R(OVERLOAD, CLAMP1), n, get_ops,
-			HAVE2(OVERLOAD, PACE, CLAMP1));
+		struct ratio c8p = RATIO("clamp8_abusive_p99",
+			ABUSIVE, CLAMP8, CLAMP1, get_p99);
+		struct ratio pov = RATIO("pace_overload_tput",
+			OVERLOAD, PACE, CLAMP1, get_ops);
 		double max_stall = S(BUFFERED, PACE)->have ?
 				   S(BUFFERED, PACE)->max / NSEC_PER_MSEC : NAN;
 		static const int peers[] = { MODE_TICKETS, MODE_WBM, MODE_WC };
@@ -2665,6 +2657,7 @@ int main(int argc, char **argv)
 #undef S
 #undef R
 #undef HAVE2
+#undef RATIO
 	}
 	return 0;
 }
