@@ -73,9 +73,10 @@
  *   but after a quiet spell the clock restarts 1 ms before the present.
  * - While writers are paced, each preemptive flush asks for at least the
  *   bytes held past the freerun point (srsv__pace_excess()), not only
- *   upstream's quarter, and a commit is worth it once pinned space alone
- *   is more than that and no writeback is in flight (preempt.c): the
- *   flusher works on what holds the writers back.
+ *   upstream's quarter; with no writeback in flight a DELALLOC asks for
+ *   all the dirty data, and a commit is worth it once pinned space alone
+ *   is more than the excess (preempt.c): the flusher works on what holds
+ *   the writers back, and keeps the device busy while they wait.
  * - A paced writer's sleep is a wait, as a ticket is.  The first sleep
  *   since the fill was below freerun raises the preemptive clamp
  *   (srsv__maybe_clamp_preempt(): a call up, from the reservation path to

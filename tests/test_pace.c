@@ -582,6 +582,57 @@ static unsigned clamp_now(void)
 	return info.clamp;
 }
 
+/* The first DELALLOC a preemptive run asks for, with a callback that
+ * frees nothing. */
+static uint64_t first_delalloc_bytes;
+
+static int record_delalloc(struct srsv_space *space,
+			   enum srsv_flush_state state, uint64_t bytes,
+			   bool for_preempt, void *user)
+{
+	(void)space; (void)user;
+	if (state == SRSV_STATE_DELALLOC && for_preempt &&
+	    !first_delalloc_bytes)
+		first_delalloc_bytes = bytes;
+	return 0;
+}
+
+static uint64_t preempt_delalloc_ask(int64_t ordered)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+	struct srsv_space *m;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL;
+	cfg.flush = record_delalloc;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	cfg.pace_start_pct = 50;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	m = srsv_ctx_space(c, SRSV_POOL_METADATA);
+	ck_assert_int_eq(srsv_ctx_account_delalloc(c, 64 * MIB, ordered), 0);
+	/* 70 MiB held of 100: 20 MiB past the 50% freerun, all of it
+	 * metadata of dirty data. */
+	ck_assert_int_eq(srsv_space_reserve(m, 70 * MIB, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_uint_eq(srsv__pace_excess(m), 20 * MIB);
+	first_delalloc_bytes = 0;
+	ck_assert_int_ge(srsv_ctx_run_pending(c), 1);
+	srsv_ctx_destroy(c);
+	return first_delalloc_bytes;
+}
+
+/*
+ * While writers are paced, a preemptive DELALLOC asks for at least the
+ * bytes held past freerun (upstream's quarter, 17.5 MiB here, is less),
+ * and for all the dirty data's metadata when no writeback is in flight.
+ */
+START_TEST(test_preempt_delalloc_ask_while_paced)
+{
+	ck_assert_uint_eq(preempt_delalloc_ask(MIB), 20 * MIB);
+	ck_assert_uint_eq(preempt_delalloc_ask(0), 70 * MIB);
+}
+END_TEST
+
 /* A white-box preemptive run (the ctx is manual and has no callback). */
 static void preempt_run(void)
 {
@@ -982,6 +1033,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(det, test_commit_when_pinned_holds_pacing);
 	tcase_add_test(det, test_no_commit_for_pacing_while_writeback_runs);
 	tcase_add_test(det, test_paced_sleep_raises_clamp);
+	tcase_add_test(det, test_preempt_delalloc_ask_while_paced);
 	tcase_add_test(thr, test_threads_paced);
 	tcase_add_test(thr, test_shutdown_while_paced);
 	tcase_set_timeout(thr, 60);
