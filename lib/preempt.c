@@ -353,10 +353,11 @@ static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
 	 * Paced writers are the pool running out, slowed down: the room
 	 * never runs out, the writers wait instead.  When the pinned bytes
 	 * alone are more than the fill is past the freerun point, a commit
-	 * ends the pacing (measured on the stall benchmark's bursty writers:
-	 * without this, pinned space held half the room for a whole
+	 * ends the pacing (measured on the stall benchmark's overload
+	 * bursts: without this, pinned space held half the room for a whole
 	 * transaction interval and the writers ran at 0.57x the unpaced
-	 * throughput; with it 0.77x).
+	 * throughput; with it 0.77x).  Not while writeback is in flight:
+	 * it frees space without a commit (question 3 above).
 	 */
 	excess = srsv__pace_excess(s);
 	if (excess && pinned >= excess && !srsv__ld(&s->ctx->ordered_bytes))
