@@ -92,8 +92,12 @@
 #include <unistd.h>
 
 #include "async.h"
-#include "internal.h"
+#include "flush.h"
+#include "reserve.h"
+#include "stats.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
 
 struct srsv_async {
 	struct srsv_ctx *ctx;
@@ -125,7 +129,10 @@ static struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
 
 /* ---- posting (pool lock held) ---- */
 
-void srsv__async_post(struct srsv__ticket *t)
+/* Ticket @t ended (state DONE, not held); pool lock held.  The last
+ * touch of @t: its owner may reap and free it at once.  The tickets
+ * layer's hook (struct srsv__ticket_ops). */
+static void async_post(struct srsv__ticket *t)
 {
 	struct srsv_async *q = t->async;
 	static const uint64_t one = 1;
@@ -171,7 +178,8 @@ static enum srsv__work pool_worker(const struct srsv_space *s)
 					       SRSV__WORK_ASYNC_METADATA;
 }
 
-void srsv__async_queued(struct srsv_space *s, struct srsv__ticket *t)
+/* Ticket @t stays queued; pool lock held.  The tickets layer's hook. */
+static void async_queued(struct srsv_space *s, struct srsv__ticket *t)
 {
 	srsv__assert_held(&s->lock);
 	t->async_hold = false;
@@ -183,6 +191,12 @@ void srsv__async_queued(struct srsv_space *s, struct srsv__ticket *t)
 		srsv__worker_kick(s->ctx, pool_worker(s), s->kind);
 	}
 }
+
+/* The hooks an asynchronous ticket carries (internal.h). */
+static const struct srsv__ticket_ops async_ops = {
+	.queued = async_queued,
+	.post = async_post,
+};
 
 /* ---- priority walks (a worker, no lock held) ---- */
 
@@ -222,7 +236,7 @@ int srsv__async_walks(struct srsv_space *s)
 		srsv__lock(&s->lock);
 		t->async_hold = false;
 		if (AO_load(&t->state) == SRSV__TICKET_DONE)
-			srsv__async_post(t);
+			async_post(t);
 		ran++;
 	}
 	srsv__unlock(&s->lock);
@@ -445,7 +459,7 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 					   srsv_async_fn fn, void *arg)
 {
 	struct srsv__ticket *t = ticket_impl(ticket);
-	struct srsv__async_args a = { q, fn, arg, UINT64_MAX };
+	struct srsv__async_args a = { &async_ops, q, fn, arg, UINT64_MAX };
 	int ret;
 
 	if (!q || !s || !ticket)

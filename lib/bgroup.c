@@ -118,6 +118,11 @@
 #include <string.h>
 
 #include "bgroup.h"
+#include "cache.h"
+#include "counters.h"
+#include "stats.h"
+#include "tickets.h"
+#include "trace.h"
 
 /*
  * The RECLAIM_CHUNKS round this thread is in (0: none).  The engine takes
@@ -210,7 +215,7 @@ static struct srsv_space *pool_space(struct srsv_ctx *ctx, int pool)
 {
 	if ((unsigned)pool >= SRSV_POOL_COUNT)
 		return NULL;
-	return srsv_ctx_space(ctx, (enum srsv_pool)pool);
+	return srsv__ctx_space(ctx, pool);
 }
 
 /* Count and trace a refused block-group call on @s (stats.c, NULL: not
@@ -750,7 +755,7 @@ static bool pool_make_ro(struct srsv_space *s, uint64_t bytes)
 		return true;
 	srsv__cache_block(s);
 	if (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
-				    NULL)) {
+				    NULL, NULL)) {
 		ok = false;
 	} else {
 		srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
@@ -797,7 +802,8 @@ static int give_back(struct srsv__bgroups *bgs, size_t pos)
 	srsv__lock(&s->lock);
 	srsv__cache_block(s);
 	if (rest && !srsv__space_try_charge(s, rest,
-					    SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
+					    SRSV__CHARGE_NO_OVERCOMMIT, NULL,
+					    NULL)) {
 		srsv__cache_unblock(s);
 		srsv__unlock(&s->lock);
 		return -ENOSPC;

@@ -9,8 +9,18 @@
 
 #include "async.h"
 #include "bgroup.h"
-#include "internal.h"
+#include "cache.h"
+#include "counters.h"
+#include "flush.h"
+#include "gate.h"
+#include "pace.h"
+#include "preempt.h"
+#include "quota.h"
+#include "rsv.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
+#include "zoned.h"
 
 /* Default flush-state arrays: btrfs's, in storage-engine terms in types.h. */
 static const enum srsv_flush_state default_async_metadata[] = {
@@ -190,13 +200,43 @@ static uint64_t data_chunk_allowance(const struct srsv_config *cfg)
 	return srsv__min(chunk, SZ_1G);
 }
 
+/*
+ * The workers' jobs (workers.c runs them, knowing nothing of them).  An
+ * async worker serves the asynchronous priority tickets first, as their
+ * blocking twins flush in their own threads before the async walk.
+ */
+static void job_async_metadata(struct srsv_space *s)
+{
+	srsv__async_walks(s);
+	srsv__async_reclaim_metadata(s);
+}
+
+static void job_async_data(struct srsv_space *s)
+{
+	srsv__async_walks(s);
+	srsv__async_reclaim_data(s);
+}
+
+static const srsv__job_fn jobs[SRSV__WORK_COUNT] = {
+	[SRSV__WORK_ASYNC_METADATA] = job_async_metadata,
+	[SRSV__WORK_ASYNC_DATA] = job_async_data,
+	[SRSV__WORK_PREEMPT] = srsv__preempt_reclaim,
+};
+
 static void free_ctx(struct srsv_ctx *ctx)
 {
 	for (int i = 0; i < SRSV_RSV_TYPE_COUNT; i++)
 		if (ctx->std_rsv_ready[i])
 			srsv__rsv_teardown(&ctx->std_rsv[i]);
-	for (int i = 0; i < SRSV_POOL_COUNT; i++)
-		srsv__space_destroy(ctx->spaces[i]);
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+
+		if (!s)
+			continue;
+		srsv__cache_free(s);
+		srsv__pace_free(s);
+		srsv__space_destroy(s);
+	}
 	srsv__lock_destroy(&ctx->manual_lock);
 	srsv__lock_destroy(&ctx->lock);
 	free(ctx);
@@ -215,6 +255,8 @@ static int create_pools(struct srsv_ctx *ctx)
 		int ret = srsv__space_create(ctx, kinds[i],
 					     ctx->cfg.pool_bytes[kinds[i]],
 					     &ctx->spaces[kinds[i]]);
+		if (!ret)
+			ret = srsv__pace_create(ctx->spaces[kinds[i]]);
 		if (!ret)
 			ret = srsv__cache_create(ctx->spaces[kinds[i]],
 						 ctx->cfg.cpu_cache_bytes);
@@ -286,7 +328,7 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 	if (!ret && ctx->cfg.global_rsv_bytes)
 		ret = srsv_ctx_resize_global_rsv(ctx, ctx->cfg.global_rsv_bytes);
 	if (!ret)
-		ret = srsv__workers_start(ctx);
+		ret = srsv__workers_start(ctx, jobs);
 	if (ret) {
 		free_ctx(ctx);
 		return ret;
@@ -376,25 +418,7 @@ SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
 SRSV__EXPORT struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx,
 					       enum srsv_pool kind)
 {
-	if (!ctx || (int)kind < 0 || kind >= SRSV_POOL_COUNT)
-		return NULL;
-	if (ctx->spaces[SRSV_POOL_MIXED] &&
-	    (kind == SRSV_POOL_DATA || kind == SRSV_POOL_METADATA))
-		return ctx->spaces[SRSV_POOL_MIXED];
-	return ctx->spaces[kind];
-}
-
-void srsv__grant_metadata_tickets(struct srsv_ctx *ctx)
-{
-	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		struct srsv_space *s = ctx->spaces[i];
-
-		if (!s || s->is_data)
-			continue;
-		srsv__lock(&s->lock);
-		srsv__try_grant_tickets(s);
-		srsv__unlock(&s->lock);
-	}
+	return ctx ? srsv__ctx_space(ctx, (int)kind) : NULL;
 }
 
 SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)

@@ -72,7 +72,13 @@
 #include <string.h>
 
 #include "async.h"
-#include "internal.h"
+#include "delalloc.h"
+#include "gate.h"
+#include "quota.h"
+#include "reserve.h"
+#include "rsv.h"
+#include "space.h"
+#include "stats.h"
 #include "trace.h"
 
 #define DELALLOC_MAGIC 0x64616c6cu	/* "dall" */
@@ -161,12 +167,12 @@ SRSV__EXPORT int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx,
 
 static struct srsv_space *data_space(struct srsv_ctx *ctx)
 {
-	return srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	return srsv__ctx_space(ctx, SRSV_POOL_DATA);
 }
 
 static struct srsv_space *meta_space(struct srsv_ctx *ctx)
 {
-	return srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	return srsv__ctx_space(ctx, SRSV_POOL_METADATA);
 }
 
 /* Count and trace a refused delalloc call on @ctx's DATA (or MIXED) pool

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include <libspacersv/spacersv.h>
+
+#include "lock.h"
+#include "util.h"
 
 static __thread AO_t thread_token;
 static volatile AO_t next_token = 1;

@@ -72,7 +72,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gate.h"
+#include "quota.h"
+#include "stats.h"
 #include "trace.h"
 
 #define QUOTA_MAGIC 0x71756f74u		/* "quot" */
@@ -155,7 +157,7 @@ static int quota_refused(const struct srsv_quota *q, int kind, int refusal,
 {
 	bool data = kind == SRSV_QUOTA_DATA || kind == TRACE_KIND_USED;
 
-	return srsv__refused(srsv_ctx_space(q->ctx, data ? SRSV_POOL_DATA :
+	return srsv__refused(srsv__ctx_space(q->ctx, data ? SRSV_POOL_DATA :
 						     SRSV_POOL_METADATA),
 			     refusal, bytes);
 }

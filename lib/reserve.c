@@ -39,9 +39,15 @@
  */
 #include <string.h>
 
-#include "async.h"
-#include "internal.h"
+#include "cache.h"
+#include "counters.h"
+#include "flush.h"
+#include "gate.h"
 #include "pace.h"
+#include "preempt.h"
+#include "reserve.h"
+#include "stats.h"
+#include "tickets.h"
 #include "trace.h"
 
 static inline struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
@@ -81,6 +87,13 @@ static bool is_async_mode(int mode)
 	       mode == SRSV_FLUSH_DATA;
 }
 
+/* A lock-free charge was taken back: serve what queued meanwhile
+ * (srsv__space_try_charge()).  Never blocks. */
+static __attribute__((noinline, cold)) void undone(struct srsv_space *s)
+{
+	srsv__maybe_grant(s, true);
+}
+
 /*
  * One admission attempt: steps 1-3 of the essay minus the ticket.  Charge
  * @bytes if the rules of @mode allow; *@after as for try_charge.
@@ -88,109 +101,20 @@ static bool is_async_mode(int mode)
 static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 			uint64_t *after)
 {
-	if (!srsv__pending_for(s, mode) &&
-	    srsv__space_try_charge(s, bytes, mode, after))
-		return true;
+	bool undid = false, ok;
+
+	ok = !srsv__pending_for(s, mode) &&
+	     srsv__space_try_charge(s, bytes, mode, after, &undid);
 	/*
 	 * "Things are dire": FLUSH_EMERGENCY takes anything that physically
 	 * fits, whatever is queued or reserved.
 	 */
-	return mode == SRSV_FLUSH_EMERGENCY &&
-	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
-}
-
-void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
-{
-	srsv__assert_held(&s->lock);
-	if (srsv__list_empty(&t->node))
-		return;
-	srsv__list_del_init(&t->node);
-	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) - t->bytes);
-	if (AO_fetch_and_add_full(&s->waiting,
-				  (AO_t)0 - (t->priority ? (AO_t)1 << 32 : 1)) ==
-	    (t->priority ? (AO_t)1 << 32 : 1))
-		srsv__stats_stall_end(s);	/* the last one left */
-}
-
-void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
-{
-	uint64_t wait_ns = srsv__now_ns() - t->start_ns;
-
-	srsv__assert_held(&s->lock);
-	t->error = error;
-	if (error)
-		s->stat_failed++;
-	else
-		s->stat_granted++;
-	srsv__stats_ticket_end(s, t->mode, error, wait_ns);
-	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error, wait_ns);
-	if (t->async) {
-		/* No waiter: post it to its completion queue (async.c),
-		 * unless its queueing or priority walk is still going on. */
-		AO_store_release(&t->state, SRSV__TICKET_DONE);
-		if (!t->async_hold)
-			srsv__async_post(t);
-		return;
-	}
-	/*
-	 * Signal before publishing DONE: the waiter re-checks the state under
-	 * the lock we hold, and once DONE is visible (lock-free, in
-	 * ticket_wait) nobody touches the condition variable any more, so the
-	 * owner may destroy it without the lock.
-	 */
-	pthread_cond_signal(&t->cond);
-	AO_store_release(&t->state, SRSV__TICKET_DONE);
-}
-
-bool srsv__ctx_enter(struct srsv_ctx *ctx)
-{
-	AO_fetch_and_add1_full(&ctx->active);
-	/* A parent's ctx in a child of fork() has no flushers: nothing that
-	 * waits may start (ctx.c, forked_copy()). */
-	if (srsv__ld(&ctx->closing) ||
-	    ctx->fork_gen != srsv__ld(&srsv__fork_gen)) {
-		srsv__ctx_leave(ctx);
-		return false;
-	}
-	return true;
-}
-
-void srsv__ctx_leave(struct srsv_ctx *ctx)
-{
-	AO_fetch_and_sub1_full(&ctx->active);
-}
-
-/*
- * See srsv__outer_begin() in internal.h.  The outermost wrapper's ctx owns
- * the deferral: a callback run inside it (priority flushing, a quota
- * flush) may call wrappers of another ctx, whose waits cannot wait anyway
- * (-EDEADLK) and leave at once.
- */
-static __thread unsigned outer_depth;
-static __thread struct srsv_ctx *outer_ctx;
-static __thread unsigned deferred_leaves;
-
-void srsv__outer_begin(struct srsv_ctx *ctx)
-{
-	if (!outer_depth++)
-		outer_ctx = ctx;
-}
-
-void srsv__outer_end(void)
-{
-	if (--outer_depth)
-		return;
-	for (; deferred_leaves; deferred_leaves--)
-		srsv__ctx_leave(outer_ctx);
-	outer_ctx = NULL;
-}
-
-void srsv__ctx_leave_waited(struct srsv_ctx *ctx)
-{
-	if (outer_depth && ctx == outer_ctx)
-		deferred_leaves++;
-	else
-		srsv__ctx_leave(ctx);
+	if (!ok && mode == SRSV_FLUSH_EMERGENCY)
+		ok = srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY,
+					    after, &undid);
+	if (__builtin_expect(undid, 0))
+		undone(s);
+	return ok;
 }
 
 static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,
@@ -231,7 +155,7 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	int ret;
 
 	/* An asynchronous ticket has no waiter to signal. */
-	if (!t->async) {
+	if (!t->ops) {
 		ret = srsv__cond_init(&t->cond);
 		if (ret)
 			return ret;
@@ -259,8 +183,8 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 		t->cond_ready = false;
 		return t->error;
 	}
-	if (t->async)
-		srsv__async_queued(s, t);
+	if (t->ops)
+		t->ops->queued(s, t);
 
 	if (!priority && !s->flush) {
 		/*
@@ -341,6 +265,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		t->orig_bytes = bytes;
 		t->deadline_ns = UINT64_MAX;
 		if (async) {
+			t->ops = async->ops;
 			t->async = async->q;
 			t->async_fn = async->fn;
 			t->async_arg = async->arg;
@@ -372,9 +297,13 @@ static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
 						     unsigned flags)
 {
 	uint64_t after;
+	bool gave_back, ok;
 
-	if (srsv__pending_for(s, mode) ||
-	    !srsv__cache_take(s, bytes, flags & SRSV_RESERVE_NOWAIT, &after))
+	ok = !srsv__pending_for(s, mode) &&
+	     srsv__cache_take(s, bytes, &after, &gave_back);
+	if (ok && gave_back)
+		srsv__maybe_grant(s, flags & SRSV_RESERVE_NOWAIT);
+	if (!ok)
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);
 	/* Served from credit (after 0): may_use did not move. */

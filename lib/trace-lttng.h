@@ -22,9 +22,7 @@
 
 #include <stdint.h>
 
-/* internal.h does not include trace.h: no cycle. */
 #include "internal.h"
-#include "rsv_priv.h"
 #include "spacersv_tp.h"
 
 /* The ctx of a pool as a trace identifier (0 for NULL, refused input). */

@@ -126,7 +126,12 @@
 #include <string.h>
 
 #include "bgroup.h"
+#include "counters.h"
+#include "gate.h"
+#include "stats.h"
+#include "tickets.h"
 #include "trace.h"
+#include "zoned.h"
 
 /* Token classes: who may take which active-zone tokens. */
 enum zone_class {
@@ -565,7 +570,7 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	if (!length || !capacity || capacity > length ||
 	    length > SRSV_MAX_BYTES || start > UINT64_MAX - length)
 		return -EINVAL;
-	s = srsv_ctx_space(ctx, kind_pool[kind]);
+	s = srsv__ctx_space(ctx, kind_pool[kind]);
 	if (!s)
 		return -EINVAL;
 
@@ -772,7 +777,7 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	if (!z || !out || (unsigned)kind >= SRSV_ZONE_KIND_COUNT ||
 	    bad_bytes(bytes))
 		return -EINVAL;
-	s = srsv_ctx_space(ctx, kind_pool[kind]);
+	s = srsv__ctx_space(ctx, kind_pool[kind]);
 	if (!s)
 		return -EINVAL;
 
@@ -1129,7 +1134,7 @@ static int call_zone_fn(struct srsv__zoned *z, srsv_zone_fn fn,
 	if (!fn)
 		return 0;
 	srsv__enter_callback();
-	ret = fn(g, srsv_ctx_user(z->ctx));
+	ret = fn(g, z->ctx->cfg.user);
 	srsv__leave_callback();
 	return ret;
 }

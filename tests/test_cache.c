@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
+#include "counters.h"
 #include "internal.h"
 #include "engine_sim.h"
 

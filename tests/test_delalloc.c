@@ -22,8 +22,9 @@
 
 #include <check.h>
 
-#include "internal.h"	/* srsv__delalloc_fault, srsv__quota_lock_ptr */
-#include "rsv_priv.h"	/* the rsv lock */
+#include "delalloc.h"	/* srsv__delalloc_fault */
+#include "gate.h"	/* srsv__outer_begin */
+#include "quota.h"	/* srsv__quota_lock_ptr */
 
 /* The fallible steps, as lib/delalloc.c numbers them: reserve, then
  * finish and release. */

@@ -31,7 +31,8 @@
 
 #include <libspacersv/spacersv.h>
 
-#include "internal.h"	/* struct srsv_space (its lock), srsv__zoned_flush */
+#include "internal.h"	/* struct srsv_space (its lock) */
+#include "zoned.h"	/* srsv__zoned_flush */
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
