@@ -118,6 +118,7 @@
 #include <string.h>
 
 #include "bgroup.h"
+#include "blockrsv.h"
 #include "cache.h"
 #include "counters.h"
 #include "stats.h"

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Block-reservation accounting: the primitives on an rsv's words that the
- * tickets layer (the global reserve's refill and steal) and the rsv API
- * (rsv.c) share.  Header-only: each is a few instructions.
+ * Block-reservation accounting: the layout of an rsv, its lock-free
+ * readers, and the primitives on its words that the tickets layer (the
+ * global reserve's refill and steal) and the rsv API (rsv.c) share.
+ * Header-only: each is a few instructions.  Layer: right above the layout
+ * (tracing dumps the standard rsvs).
  *
  * An rsv's reserved is an atomic word: srsv_rsv_use(), the hot call, is a
  * compare-and-swap and takes no lock; every other change of it is atomic
@@ -16,6 +18,69 @@
 #define SRSV_BLOCKRSV_H
 
 #include "internal.h"
+
+/*
+ * The internal view of struct srsv_rsv (block reservations).  The public
+ * struct is opaque storage (as struct srsv_ticket is), so the lock type
+ * and this layout can change without changing the ABI: only the size of
+ * the storage, SRSV_RSV_WORDS, is part of it.
+ */
+struct srsv__rsv {
+	pthread_mutex_t lock;		/* protects the fields below */
+	struct srsv_space *space;	/* pool the bytes are counted in */
+	uint64_t size;			/* target size (atomic word) */
+	uint64_t reserved;		/* bytes held, in may_use (atomic word) */
+	int type;			/* enum srsv_rsv_type */
+	bool failfast;			/* fail use at once, no fallback */
+	uint32_t magic;			/* set by srsv_rsv_init() */
+};
+
+_Static_assert(sizeof(struct srsv__rsv) <= sizeof(struct srsv_rsv),
+	       "struct srsv_rsv too small");
+_Static_assert(_Alignof(struct srsv__rsv) <= _Alignof(struct srsv_rsv),
+	       "struct srsv_rsv under-aligned");
+_Static_assert(sizeof(((struct srsv__rsv *)0)->reserved) == sizeof(AO_t),
+	       "rsv counters are atomic words");
+
+static inline struct srsv__rsv *srsv__rsv_of(const struct srsv_rsv *rsv)
+{
+	return (struct srsv__rsv *)(uintptr_t)rsv->priv.words;
+}
+
+/* An rsv's words, read lock-free (btrfs_block_rsv_reserved()). */
+static inline uint64_t srsv__rsv_reserved(const struct srsv_rsv *rsv)
+{
+	return (uint64_t)AO_load_acquire(
+		(volatile AO_t *)(uintptr_t)&srsv__rsv_of(rsv)->reserved);
+}
+
+static inline uint64_t srsv__rsv_size(const struct srsv_rsv *rsv)
+{
+	return (uint64_t)AO_load_acquire(
+		(volatile AO_t *)(uintptr_t)&srsv__rsv_of(rsv)->size);
+}
+
+/* Reserved bytes and size of a standard rsv (0 if it does not exist). */
+static inline uint64_t srsv__std_rsv_reserved(const struct srsv_ctx *ctx,
+					      int type)
+{
+	return ctx->std_rsv_ready[type] ?
+	       srsv__rsv_reserved(&ctx->std_rsv[type]) : 0;
+}
+
+static inline uint64_t srsv__std_rsv_size(const struct srsv_ctx *ctx, int type)
+{
+	return ctx->std_rsv_ready[type] ? srsv__rsv_size(&ctx->std_rsv[type]) :
+					  0;
+}
+
+/* A standard rsv's reserved bytes as @s sees them: 0 outside its pool. */
+static inline uint64_t srsv__std_reserved_in(const struct srsv_space *s,
+					     int type)
+{
+	return srsv__metadata_space(s->ctx) == s ?
+	       srsv__std_rsv_reserved(s->ctx, type) : 0;
+}
 
 #define SRSV__RSV_MAGIC 0x72737621u	/* "rsv!" */
 

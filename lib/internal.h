@@ -57,92 +57,8 @@ enum srsv__counter {
 	SRSV__COUNTER_COUNT
 };
 
-enum srsv__ticket_state {
-	SRSV__TICKET_IDLE = 0,
-	SRSV__TICKET_QUEUED = 1,
-	SRSV__TICKET_DONE = 2
-};
-
-#define SRSV__TICKET_MAGIC 0x7469636bu	/* "tick" */
-
-struct srsv__ticket;
-
-/*
- * A ticket whose end has no waiter (an asynchronous ticket) carries the
- * hooks of the layer that owns it (async.c fills them, as liburcu's
- * flavours fill struct rcu_flavor_struct): the tickets layer calls them
- * under the pool lock instead of calling up.
- */
-struct srsv__ticket_ops {
-	/* Stays queued after the grant attempt that follows queueing. */
-	void (*queued)(struct srsv_space *s, struct srsv__ticket *t);
-	/* Ended (state DONE) and not held: the last touch of the ticket. */
-	void (*post)(struct srsv__ticket *t);
-};
-
-/* The internal view of struct srsv_ticket. */
-struct srsv__ticket {
-	struct srsv__list node;		/* on a queue while QUEUED */
-	struct srsv_space *space;
-	uint64_t bytes;			/* still wanted; 0 once granted */
-	uint64_t orig_bytes;
-	uint64_t start_ns;
-	pthread_cond_t cond;		/* signalled when it ends */
-	int error;
-	int mode;
-	uint32_t magic;
-	volatile AO_t state;		/* enum srsv__ticket_state */
-	bool steal;			/* may take from the global rsv */
-	bool priority;			/* on priority_tickets */
-	bool cond_ready;		/* cond initialised */
-	/* Asynchronous tickets (async.c); ops NULL for a blocking one. */
-	bool async_hold;		/* do not post yet (queueing, walking) */
-	bool async_walk;		/* priority walk to run by a worker */
-	const struct srsv__ticket_ops *ops;
-	struct srsv_async *async;	/* completion queue */
-	srsv_async_fn async_fn;
-	void *async_arg;
-	uint64_t deadline_ns;		/* monotonic; UINT64_MAX: none */
-};
-
-_Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
-	       "struct srsv_ticket too small");
-
-_Static_assert(SRSV_FLUSH_MODE_COUNT <= SRSV_STATS_MODES,
-	       "srsv_space_stats::modes too small");
-_Static_assert(SRSV_STATE_COUNT <= SRSV_STATS_STATES,
-	       "srsv_space_stats::states too small");
-_Static_assert(SRSV_REFUSED_COUNT <= SRSV_STATS_REFUSALS,
-	       "srsv_space_stats::refused too small");
-_Static_assert(SRSV_STATE_COUNT <= 64, "srsv__stats::disabled is 64 bits");
-
-/*
- * The internal view of struct srsv_rsv (block reservations).  The public
- * struct is opaque storage (as struct srsv_ticket is), so the lock type
- * and this layout can change without changing the ABI: only the size of
- * the storage, SRSV_RSV_WORDS, is part of it.
- */
-struct srsv__rsv {
-	pthread_mutex_t lock;		/* protects the fields below */
-	struct srsv_space *space;	/* pool the bytes are counted in */
-	uint64_t size;			/* target size (atomic word) */
-	uint64_t reserved;		/* bytes held, in may_use (atomic word) */
-	int type;			/* enum srsv_rsv_type */
-	bool failfast;			/* fail use at once, no fallback */
-	uint32_t magic;			/* set by srsv_rsv_init() */
-};
-
-_Static_assert(sizeof(struct srsv__rsv) <= sizeof(struct srsv_rsv),
-	       "struct srsv_rsv too small");
-_Static_assert(_Alignof(struct srsv__rsv) <= _Alignof(struct srsv_rsv),
-	       "struct srsv_rsv under-aligned");
-_Static_assert(sizeof(((struct srsv__rsv *)0)->reserved) == sizeof(AO_t),
-	       "rsv counters are atomic words");
-
-static inline struct srsv__rsv *srsv__rsv_of(const struct srsv_rsv *rsv)
-{
-	return (struct srsv__rsv *)(uintptr_t)rsv->priv.words;
-}
+struct srsv__ticket;		/* tickets.h */
+struct srsv__ticket_ops;	/* tickets.h */
 
 /* A pool's statistics (stats.c records them, space.c reports them). */
 struct srsv__stats {
@@ -401,47 +317,6 @@ srsv__metadata_space(const struct srsv_ctx *ctx)
 {
 	return ctx->spaces[SRSV_POOL_MIXED] ? ctx->spaces[SRSV_POOL_MIXED] :
 					      ctx->spaces[SRSV_POOL_METADATA];
-}
-
-/* An rsv's words, read lock-free (btrfs_block_rsv_reserved()). */
-static inline uint64_t srsv__rsv_reserved(const struct srsv_rsv *rsv)
-{
-	return (uint64_t)AO_load_acquire(
-		(volatile AO_t *)(uintptr_t)&srsv__rsv_of(rsv)->reserved);
-}
-
-static inline uint64_t srsv__rsv_size(const struct srsv_rsv *rsv)
-{
-	return (uint64_t)AO_load_acquire(
-		(volatile AO_t *)(uintptr_t)&srsv__rsv_of(rsv)->size);
-}
-
-/* Reserved bytes and size of a standard rsv (0 if it does not exist). */
-static inline uint64_t srsv__std_rsv_reserved(const struct srsv_ctx *ctx,
-					      int type)
-{
-	return ctx->std_rsv_ready[type] ?
-	       srsv__rsv_reserved(&ctx->std_rsv[type]) : 0;
-}
-
-static inline uint64_t srsv__std_rsv_size(const struct srsv_ctx *ctx, int type)
-{
-	return ctx->std_rsv_ready[type] ? srsv__rsv_size(&ctx->std_rsv[type]) :
-					  0;
-}
-
-/* A standard rsv's reserved bytes as @s sees them: 0 outside its pool. */
-static inline uint64_t srsv__std_reserved_in(const struct srsv_space *s,
-					     int type)
-{
-	return srsv__metadata_space(s->ctx) == s ?
-	       srsv__std_rsv_reserved(s->ctx, type) : 0;
-}
-
-/* The ctx's error state (a negative errno), 0 when none. */
-static inline int srsv__ctx_error(const struct srsv_ctx *ctx)
-{
-	return (int)(int64_t)srsv__ld(&ctx->error);
 }
 
 #endif /* SRSV_INTERNAL_H */

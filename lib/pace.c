@@ -140,6 +140,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blockrsv.h"
 #include "counters.h"
 #include "gate.h"
 #include "pace.h"

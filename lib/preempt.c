@@ -63,6 +63,7 @@
  * drained), and a run in which no flush achieved anything backs off
  * before the next one is queued.
  */
+#include "blockrsv.h"
 #include "callback.h"
 #include "counters.h"
 #include "pace.h"

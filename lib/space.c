@@ -13,6 +13,7 @@
  */
 #include <string.h>
 
+#include "blockrsv.h"
 #include "cache.h"
 #include "counters.h"
 #include "pace.h"
@@ -364,6 +365,14 @@ SRSV__EXPORT int srsv_space_snapshot_sized(struct srsv_space *s,
 		*nr_tickets = n;
 	return 0;
 }
+
+_Static_assert(SRSV_FLUSH_MODE_COUNT <= SRSV_STATS_MODES,
+	       "srsv_space_stats::modes too small");
+_Static_assert(SRSV_STATE_COUNT <= SRSV_STATS_STATES,
+	       "srsv_space_stats::states too small");
+_Static_assert(SRSV_REFUSED_COUNT <= SRSV_STATS_REFUSALS,
+	       "srsv_space_stats::refused too small");
+_Static_assert(SRSV_STATE_COUNT <= 64, "srsv__stats::disabled is 64 bits");
 
 /* The first layout of struct srsv_space_stats: everything up to refused. */
 #define STATS_MIN_SIZE \

@@ -8,6 +8,55 @@
 
 #include "internal.h"
 
+enum srsv__ticket_state {
+	SRSV__TICKET_IDLE = 0,
+	SRSV__TICKET_QUEUED = 1,
+	SRSV__TICKET_DONE = 2
+};
+
+#define SRSV__TICKET_MAGIC 0x7469636bu	/* "tick" */
+
+/* The internal view of struct srsv_ticket. */
+struct srsv__ticket {
+	struct srsv__list node;		/* on a queue while QUEUED */
+	struct srsv_space *space;
+	uint64_t bytes;			/* still wanted; 0 once granted */
+	uint64_t orig_bytes;
+	uint64_t start_ns;
+	pthread_cond_t cond;		/* signalled when it ends */
+	int error;
+	int mode;
+	uint32_t magic;
+	volatile AO_t state;		/* enum srsv__ticket_state */
+	bool steal;			/* may take from the global rsv */
+	bool priority;			/* on priority_tickets */
+	bool cond_ready;		/* cond initialised */
+	/* Asynchronous tickets (async.c); ops NULL for a blocking one. */
+	bool async_hold;		/* do not post yet (queueing, walking) */
+	bool async_walk;		/* priority walk to run by a worker */
+	const struct srsv__ticket_ops *ops;
+	struct srsv_async *async;	/* completion queue */
+	srsv_async_fn async_fn;
+	void *async_arg;
+	uint64_t deadline_ns;		/* monotonic; UINT64_MAX: none */
+};
+
+_Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
+	       "struct srsv_ticket too small");
+
+/*
+ * A ticket whose end has no waiter (an asynchronous ticket) carries the
+ * hooks of the layer that owns it (async.c fills them, as liburcu's
+ * flavours fill struct rcu_flavor_struct): the tickets layer calls them
+ * under the pool lock instead of calling up.
+ */
+struct srsv__ticket_ops {
+	/* Stays queued after the grant attempt that follows queueing. */
+	void (*queued)(struct srsv_space *s, struct srsv__ticket *t);
+	/* Ended (state DONE) and not held: the last touch of the ticket. */
+	void (*post)(struct srsv__ticket *t);
+};
+
 static inline struct srsv__ticket *srsv__ticket_first(struct srsv__list *h)
 {
 	return srsv__container_of(h->next, struct srsv__ticket, node);

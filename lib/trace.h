@@ -12,6 +12,7 @@
 #ifndef SRSV_TRACE_H
 #define SRSV_TRACE_H
 
+#include "blockrsv.h"
 #include "internal.h"
 
 /* Why a flush was triggered (trigger_flush.reason). */

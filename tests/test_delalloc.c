@@ -22,6 +22,7 @@
 
 #include <check.h>
 
+#include "blockrsv.h"	/* the rsv lock */
 #include "delalloc.h"	/* srsv__delalloc_fault */
 #include "gate.h"	/* srsv__outer_begin */
 #include "quota.h"	/* srsv__quota_lock_ptr */
