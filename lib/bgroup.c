@@ -756,7 +756,7 @@ static bool pool_make_ro(struct srsv_space *s, uint64_t bytes)
 		return true;
 	srsv__cache_block(s);
 	if (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
-				    NULL, NULL)) {
+				    NULL)) {
 		ok = false;
 	} else {
 		srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
@@ -803,8 +803,7 @@ static int give_back(struct srsv__bgroups *bgs, size_t pos)
 	srsv__lock(&s->lock);
 	srsv__cache_block(s);
 	if (rest && !srsv__space_try_charge(s, rest,
-					    SRSV__CHARGE_NO_OVERCOMMIT, NULL,
-					    NULL)) {
+					    SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
 		srsv__cache_unblock(s);
 		srsv__unlock(&s->lock);
 		return -ENOSPC;

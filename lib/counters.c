@@ -157,7 +157,7 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
 }
 
 /*
- * HOW A RELEASE REFUSES UNDERFLOW
+ * HOW A RELEASE REFUSES UNDERFLOW (srsv__may_use_sub(), counters.h)
  *
  * A release subtracts with a compare-and-swap that applies only a
  * subtraction the word covers: a release of more than the pool lent (a
@@ -180,29 +180,6 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
  * to wait there for another thread.  The compare-and-swap loop has neither
  * problem and needs no waiting anywhere.
  */
-void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
-{
-	AO_t old = AO_fetch_and_add_full(&s->may_use, (AO_t)bytes);
-
-	srsv__trace_counter(s, SRSV__MAY_USE, old, (int64_t)bytes);
-}
-
-int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
-{
-	AO_t old = AO_load_acquire(&s->may_use), seen;
-
-	for (;; old = seen) {
-		if (old < bytes)
-			return -EINVAL;	/* more than the pool lent */
-		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
-						      old - bytes);
-		if (seen == old)
-			break;
-	}
-	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
-	return 0;
-}
-
 uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes)
 {
 	AO_t old = AO_load_acquire(&s->may_use), seen, take;
@@ -297,14 +274,13 @@ static bool fits(const struct srsv_space *s, uint64_t may_use,
  * after the swap includes every such move, whose addition to claimed came
  * before its subtraction from may_use.  If it no longer fits, the
  * admission is taken back (our own bytes: exact unless an over-release
- * took them), and the caller is told: a ticket queued meanwhile may have
- * failed to fit because of our passing charge, and it is served by the
- * caller (srsv__maybe_grant(), a layer above this one).  Under the pool
- * lock claimed cannot change and this is one load.
+ * took them), and a ticket queued meanwhile, which may have failed to
+ * fit because of our passing charge, is served through the pool's hook
+ * (srsv_space::undone: granting is a layer above this one).  Under the
+ * pool lock claimed cannot change and this is one load.
  */
 static bool claimed_still_fits(struct srsv_space *s, uint64_t may_use,
-			       uint64_t claimed, uint64_t bytes, int mode,
-			       bool *undid)
+			       uint64_t claimed, uint64_t bytes, int mode)
 {
 	uint64_t now = AO_load_acquire(&s->claimed);
 
@@ -313,8 +289,7 @@ static bool claimed_still_fits(struct srsv_space *s, uint64_t may_use,
 	/* Traced as applied, then taken back: the trace's sums stay exact. */
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
 	srsv__may_use_sub_clamped(s, bytes);
-	if (undid)
-		*undid = true;
+	s->undone(s);
 	return false;
 }
 
@@ -325,7 +300,7 @@ static __attribute__((noinline, cold)) void engage_caches(struct srsv_space *s)
 }
 
 bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
-			    uint64_t *after, bool *undid)
+			    uint64_t *after)
 {
 	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
 
@@ -338,7 +313,7 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 						      may_use + bytes);
 		if (seen == may_use) {
 			if (claimed_still_fits(s, may_use, claimed, bytes,
-					       mode, undid))
+					       mode))
 				break;
 			seen = AO_load_acquire(&s->may_use);
 			continue;

@@ -255,6 +255,10 @@ static int create_pools(struct srsv_ctx *ctx)
 		int ret = srsv__space_create(ctx, kinds[i],
 					     ctx->cfg.pool_bytes[kinds[i]],
 					     &ctx->spaces[kinds[i]]);
+
+		/* The counters call up to granting only through this. */
+		if (!ret)
+			ctx->spaces[kinds[i]]->undone = srsv__maybe_grant_nowait;
 		if (!ret)
 			ret = srsv__pace_create(ctx->spaces[kinds[i]]);
 		if (!ret)

@@ -100,6 +100,9 @@ struct srsv_space {
 	int kind;			/* enum srsv_pool */
 	bool is_data;			/* DATA or MIXED: never overcommits */
 	bool is_metadata;		/* METADATA or MIXED: preempt, async md */
+	/* A lock-free charge was taken back (counters.c): serve the queue,
+	 * never blocking.  The tickets layer's, set by ctx.c. */
+	void (*undone)(struct srsv_space *s);
 
 	/* Counters: written under lock (may_use: CAS), readable lock-free. */
 	volatile AO_t counters[SRSV__COUNTER_COUNT];

@@ -87,13 +87,6 @@ static bool is_async_mode(int mode)
 	       mode == SRSV_FLUSH_DATA;
 }
 
-/* A lock-free charge was taken back: serve what queued meanwhile
- * (srsv__space_try_charge()).  Never blocks. */
-static __attribute__((noinline, cold)) void undone(struct srsv_space *s)
-{
-	srsv__maybe_grant(s, true);
-}
-
 /*
  * One admission attempt: steps 1-3 of the essay minus the ticket.  Charge
  * @bytes if the rules of @mode allow; *@after as for try_charge.
@@ -101,20 +94,15 @@ static __attribute__((noinline, cold)) void undone(struct srsv_space *s)
 static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 			uint64_t *after)
 {
-	bool undid = false, ok;
-
-	ok = !srsv__pending_for(s, mode) &&
-	     srsv__space_try_charge(s, bytes, mode, after, &undid);
+	if (!srsv__pending_for(s, mode) &&
+	    srsv__space_try_charge(s, bytes, mode, after))
+		return true;
 	/*
 	 * "Things are dire": FLUSH_EMERGENCY takes anything that physically
 	 * fits, whatever is queued or reserved.
 	 */
-	if (!ok && mode == SRSV_FLUSH_EMERGENCY)
-		ok = srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY,
-					    after, &undid);
-	if (__builtin_expect(undid, 0))
-		undone(s);
-	return ok;
+	return mode == SRSV_FLUSH_EMERGENCY &&
+	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
 }
 
 static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,

@@ -235,8 +235,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	if (force) {
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
 	} else if (!srsv__space_try_charge(s, bytes,
-					   SRSV__CHARGE_NO_OVERCOMMIT, NULL,
-					   NULL)) {
+					   SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
 		/*
 		 * Admission goes through may_use so that it is ordered with
 		 * lock-free reservations: charge, then move to readonly.

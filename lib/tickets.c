@@ -94,8 +94,7 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 		while (!srsv__list_empty(heads[i])) {
 			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
 
-			if (!srsv__space_try_charge(s, t->bytes, modes[i], NULL,
-						    NULL))
+			if (!srsv__space_try_charge(s, t->bytes, modes[i], NULL))
 				break;
 			srsv__ticket_remove(s, t);
 			srsv__st(&s->stats.grant_bytes,
@@ -107,15 +106,8 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 	}
 }
 
-void srsv__maybe_grant(struct srsv_space *s, bool nowait)
+void srsv__grant_waiting(struct srsv_space *s, bool nowait)
 {
-	/*
-	 * Our caller's compare-and-swap on may_use was a full barrier; it
-	 * pairs with the full barrier of the queueing thread's increment of
-	 * waiting (internal.h), so a plain acquire load suffices here.
-	 */
-	if (!AO_load_acquire(&s->waiting))
-		return;
 	if (nowait) {
 		if (!srsv__trylock(&s->lock)) {
 			/* Never block: let the pool's worker grant. */
@@ -129,6 +121,11 @@ void srsv__maybe_grant(struct srsv_space *s, bool nowait)
 	}
 	srsv__try_grant_tickets(s);
 	srsv__unlock(&s->lock);
+}
+
+void srsv__maybe_grant_nowait(struct srsv_space *s)
+{
+	srsv__maybe_grant(s, true);
 }
 
 void srsv__grant_metadata_tickets(struct srsv_ctx *ctx)

@@ -69,12 +69,26 @@ void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t);
 void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error);
 /* Grant queued tickets that fit, in FIFO order; pool lock held. */
 void srsv__try_grant_tickets(struct srsv_space *s);
+/* srsv__maybe_grant() when tickets wait: lock (or try-lock) and grant. */
+void srsv__grant_waiting(struct srsv_space *s, bool nowait);
 /*
  * After a free that happened without the lock: grant if tickets wait.
  * With @nowait the lock is only try-locked; if it is busy the pool's async
- * worker is kicked to grant instead (never blocks).
+ * worker is kicked to grant instead (never blocks).  Inline: on the fast
+ * path of every release it is one load.
  */
-void srsv__maybe_grant(struct srsv_space *s, bool nowait);
+static inline void srsv__maybe_grant(struct srsv_space *s, bool nowait)
+{
+	/*
+	 * Our caller's compare-and-swap on may_use was a full barrier; it
+	 * pairs with the full barrier of the queueing thread's increment of
+	 * waiting (internal.h), so a plain acquire load suffices here.
+	 */
+	if (AO_load_acquire(&s->waiting))
+		srsv__grant_waiting(s, nowait);
+}
+/* srsv__maybe_grant(@s, true): the pool's undone hook (counters.c). */
+void srsv__maybe_grant_nowait(struct srsv_space *s);
 /* More unallocated space: grant the metadata (and system, mixed) pools'
  * tickets that may overcommit into it now.  Takes each pool lock. */
 void srsv__grant_metadata_tickets(struct srsv_ctx *ctx);

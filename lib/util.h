@@ -54,7 +54,7 @@ static inline uint64_t srsv__mult_perc(uint64_t value, unsigned percent)
 /* @a + @b, or UINT64_MAX where that wraps. */
 static inline uint64_t srsv__sat_add(uint64_t a, uint64_t b)
 {
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+	return a + b < a ? UINT64_MAX : a + b;	/* the carry: add, cmov */
 }
 
 _Static_assert(sizeof(AO_t) >= sizeof(uint64_t),
