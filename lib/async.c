@@ -85,6 +85,15 @@
  * push is a compare-and-swap on the queue's list head, after which the
  * reaper may reuse the ticket.  Shutdown ends every ticket (-ESHUTDOWN),
  * which posts them all: a loop sees its fd readable and reaps.
+ *
+ * LAYER
+ *
+ * Above the reserve path (an asynchronous ticket is queued by
+ * srsv__ticket_start()) and the walks (its priority walk), below the
+ * delalloc helper.  The lower layers reach an asynchronous ticket only
+ * through the hooks it carries (async_ops below: the tickets layer posts
+ * its end, the reserve path reports it queued); its priority walks run
+ * as part of the async workers' job, which ctx.c composes.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,11 @@
 /*
  * The reservation domain (btrfs's fs_info): configuration, pools, the
  * standard reservations, workers, shutdown and manual reclaim.
+ *
+ * Layer: the top.  It creates and wires every layer: the pools with their
+ * pacing and caches, the hooks the lower layers call up through (the
+ * counters' undone grant, the workers' jobs), and tears them down in
+ * order.  Nothing calls in here but the engine.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -68,6 +68,9 @@
  * everything.  When the rsv no longer holds our share (drained or shrunk by
  * another user), it drops what is left of our part of the rsv's size; the
  * rsv then returns what it holds above its size, so no may_use is stranded.
+ *
+ * Layer: above the whole API (it reserves quota, data and metadata
+ * through the calls an engine would make), below ctx.c only.
  */
 #include <string.h>
 

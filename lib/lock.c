@@ -7,6 +7,8 @@
  * -Ddebug_locks=true can prove the NOWAIT contract: a NOWAIT call must show
  * zero blocking acquisitions and zero waits in the calling thread's
  * counters (include/libspacersv/debug.h).
+ *
+ * Layer: the bottom, beside util.h: it knows no library structure.
  */
 #include <errno.h>
 #include <signal.h>

@@ -135,6 +135,16 @@
  * Off (the default) it costs one load of s->pace on the reservation path.
  * On, every charge adds to one shared counter and every paced
  * reservation reads the clock.
+ *
+ * LAYER
+ *
+ * Pacing sits above the engine-callback wrapper and below preemption,
+ * which reads what pacing holds back (srsv__pace_excess()).  One call goes
+ * up, and it is the algorithm's, not an accident of where code was put:
+ * the first paced sleep of an episode raises the preemptive clamp
+ * (srsv__maybe_clamp_preempt(), below), as a ticket that starts the async
+ * flusher does.  Pacing and preemption are one feedback loop; design.md
+ * section 22 names this call, and so does preempt.c.
  */
 #include <stdlib.h>
 #include <string.h>

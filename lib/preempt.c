@@ -62,6 +62,15 @@
  * own pool (dirty bytes written back, bytes unpinned, deferred reserves
  * drained), and a run in which no flush achieved anything backs off
  * before the next one is queued.
+ *
+ * LAYER
+ *
+ * Preemption sits above pacing and the engine-callback wrapper, below the
+ * flush walks (which hand a pool over to it once every ticket is served)
+ * and the reserve path (which queues it).  It runs as the preempt
+ * worker's job (ctx.c gives it).  Pacing calls up into it once, by
+ * design: a paced writer's first sleep raises the clamp
+ * (srsv__maybe_clamp_preempt(), from pace.c; design.md section 22).
  */
 #include "blockrsv.h"
 #include "callback.h"

@@ -68,6 +68,9 @@
  * Lock order (internal.h): pool lock, rsv lock, quota table lock, quota
  * lock.  No other library lock is taken while a quota lock is held, and the
  * quota flush callback runs with none held.
+ *
+ * Layer: the engine-facing API; it calls only the shutdown gate, the
+ * statistics and tracing.  The delalloc helper calls it.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -36,6 +36,11 @@
  * NOWAIT never takes a sleeping lock: the fast path is lock-free, the
  * locked re-check is try-locked, and anything that would need a ticket is
  * -EAGAIN.
+ *
+ * Layer: the engine-facing API, above the walks, preemption, pacing and
+ * tickets.  An asynchronous ticket's queueing is reported through the
+ * hooks it carries (struct srsv__ticket_ops), not by calling async.c,
+ * which sits above this file.
  */
 #include <string.h>
 

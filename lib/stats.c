@@ -38,6 +38,10 @@
  * The output struct carries its size, as srsv_config does: fields are
  * added at its end, and a program built against an older header gets only
  * the layout it knows.
+ *
+ * Layer: recording the statistics, above tracing, below the counters and
+ * everything that counts.  srsv_space_get_stats(), which also reports
+ * pacing's figures, is the pool API's (space.c).
  */
 #include <string.h>
 
