@@ -468,14 +468,19 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 					   srsv_async_fn fn, void *arg)
 {
 	struct srsv__ticket *t = ticket_impl(ticket);
-	struct srsv__async_args a = { &async_ops, q, fn, arg, UINT64_MAX };
+	struct srsv__async_args a = { &async_ops, q, fn, arg, UINT64_MAX,
+				      !timeout_ns };
 	int ret;
 
 	if (!q || !s || !ticket)
 		return -EINVAL;
-	if (s->ctx != q->ctx || flags || !timeout_ns)
+	if (s->ctx != q->ctx || flags)
 		return srsv__refused(s, SRSV_REFUSED_ASYNC, bytes);
-	if (timeout_ns != UINT64_MAX) {
+	/* A ticket in flight is left as it is (tickets.c). */
+	ret = srsv__ticket_in_flight(ticket, flags);
+	if (ret)
+		return ret;
+	if (timeout_ns && timeout_ns != UINT64_MAX) {
 		uint64_t now = srsv__now_ns();
 
 		a.deadline_ns = timeout_ns > UINT64_MAX - 1 - now ?
@@ -535,6 +540,7 @@ SRSV__EXPORT int srsv_async_reap(struct srsv_async *q,
 		q->local = (struct srsv__ticket *)(void *)t->node.next;
 		/* Finished, no longer the queue's: a plain ended ticket. */
 		srsv__list_init(&t->node);
+		srsv__inflight_del(t);
 		t->async = NULL;
 		t->async_fn = NULL;
 		t->async_arg = NULL;

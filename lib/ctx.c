@@ -61,7 +61,7 @@ static const enum srsv_flush_state default_evict[] = {
 };
 
 #define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
-		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | SRSV_CTX_MANUAL_WAIT)
 
 /* The first layout of struct srsv_config: everything up to item_bytes. */
 #define CONFIG_MIN_SIZE offsetof(struct srsv_config, item_bytes)
@@ -409,19 +409,25 @@ static void forget_threads(struct srsv_ctx *ctx)
 	ctx->async = NULL;
 }
 
-SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
+SRSV__EXPORT int srsv_ctx_destroy(struct srsv_ctx *ctx)
 {
 	if (!ctx)
-		return;
+		return 0;
+	/* The callback's caller (a worker, a waiter's walk) still uses the
+	 * ctx: freeing it under them is a use-after-free. */
+	if (srsv__in_callback())
+		return -EDEADLK;
 	if (forked_copy(ctx))
 		forget_threads(ctx);
 	else
 		srsv_ctx_shutdown(ctx);
+	srsv__inflight_forget(ctx);
 	srsv__quota_ctx_destroy(ctx);
 	srsv__zoned_ctx_destroy(ctx);
 	srsv__async_ctx_destroy(ctx);
 	srsv__bgroups_ctx_destroy(ctx);
 	free_ctx(ctx);
+	return 0;
 }
 
 SRSV__EXPORT struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx,
@@ -442,7 +448,7 @@ SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
 
 SRSV__EXPORT uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx)
 {
-	return srsv__ld(&ctx->unallocated);
+	return ctx ? srsv__ld(&ctx->unallocated) : 0;
 }
 
 /* Add @delta to @word unless it would go below 0 or above the maximum. */

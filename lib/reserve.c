@@ -54,6 +54,7 @@
 #include "stats.h"
 #include "tickets.h"
 #include "trace.h"
+#include "workers.h"
 
 static inline struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
 {
@@ -202,6 +203,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t after = 0;
+	bool entered;
 	int ret;
 
 	if (flags & SRSV_RESERVE_NOWAIT) {
@@ -232,23 +234,35 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		srsv__trace_reserve(s, bytes, mode, flags, -ENOSPC);
 		return -ENOSPC;
 	}
-	if (!srsv__ctx_enter(ctx))
+	/*
+	 * Shut down, like the error state, refuses only what would wait: the
+	 * locked re-check below, with the caches' credit back in may_use,
+	 * decides first, so that the answer is the same whatever the caches
+	 * and the timing.  A parent's ctx in a child of fork() is not
+	 * touched at all: a lock another parent thread held at the fork is
+	 * held for ever here (ctx.c, forked_copy()).
+	 */
+	entered = srsv__ctx_enter(ctx);
+	if (!entered && ctx->fork_gen != srsv__ld(&srsv__fork_gen))
 		return -ESHUTDOWN;
 
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
 	srsv__cache_block(s);
-	if (srsv__ld(&ctx->closing)) {
-		ret = -ESHUTDOWN;
-	} else if (try_reserve(s, bytes, mode, &after)) {
+	if (try_reserve(s, bytes, mode, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;
 	} else if (srsv__in_callback()) {
 		/* A flusher waiting for itself would never wake. */
 		ret = -EDEADLK;
+	} else if (!entered || srsv__ld(&ctx->closing)) {
+		ret = -ESHUTDOWN;
 	} else if (srsv__ld(&ctx->error)) {
 		ret = (int)(int64_t)srsv__ld(&ctx->error);
+	} else if (flags & SRSV__RESERVE_NO_QUEUE) {
+		/* A timeout of 0: it would have to wait. */
+		ret = -ETIMEDOUT;
 	} else {
 		memset(t, 0, sizeof(*t));
 		srsv__list_init(&t->node);
@@ -266,7 +280,12 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 			/* Not posted before it is queued (queue_ticket). */
 			t->async_hold = true;
 		}
-		ret = queue_ticket(s, t, bytes, mode);
+		/* The ticket API's tickets are looked up by address. */
+		ret = flags & SRSV__RESERVE_TRACKED ? srsv__inflight_add(t) : 0;
+		if (!ret)
+			ret = queue_ticket(s, t, bytes, mode);
+		if (ret != -EINPROGRESS)
+			srsv__inflight_del(t);
 		/* Granted while queueing: what the grant left. */
 		if (!ret)
 			after = srsv__ld(&s->may_use);
@@ -276,7 +295,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	if (ret == 0 && s->is_metadata)
 		srsv__maybe_queue_preempt(s, bytes, mode, after);
 	srsv__unlock(&s->lock);
-	srsv__ctx_leave(ctx);
+	if (entered)
+		srsv__ctx_leave(ctx);
 	srsv__trace_reserve(s, bytes, mode, flags, ret);
 	return ret;
 }
@@ -348,15 +368,27 @@ int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
 	mode = resolve_mode(s, mode);
 	if (reserve_fast(s, bytes, mode, flags, &ret))
 		return ret;
+	flags |= SRSV__RESERVE_TRACKED;
+	if (async && async->no_queue)
+		flags |= SRSV__RESERVE_NO_QUEUE;
 	return reserve_slow(s, t, bytes, mode, flags, async);
 }
+
+int srsv__ticket_in_flight(const void *ticket, unsigned flags)
+{
+	int busy = srsv__inflight_has(ticket, flags & SRSV_RESERVE_NOWAIT);
+
+	return busy > 0 ? -EBUSY : busy;
+}
+
+/* A waiter in manual mode looks for reclaim to run this often. */
+#define MANUAL_SLICE_NS (1000ull * 1000)
 
 static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 {
 	struct srsv_space *s;
 	struct srsv_ctx *ctx;
 	struct timespec deadline_ts, *deadline = NULL;
-	int ret;
 
 	/* A ticket that ended at once (bad input included) has no pool. */
 	if (AO_load_acquire(&t->state) == SRSV__TICKET_DONE)
@@ -373,12 +405,10 @@ static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 	 */
 	AO_fetch_and_add1_full(&ctx->active);
 	srsv__lock(&s->lock);
-	if (timeout_ns == 0) {
-		ret = AO_load(&t->state) == SRSV__TICKET_DONE ? t->error :
-		      -EINPROGRESS;
+	if (timeout_ns == 0 && AO_load(&t->state) != SRSV__TICKET_DONE) {
 		srsv__unlock(&s->lock);
 		srsv__ctx_leave(ctx);
-		return ret;
+		return -EINPROGRESS;
 	}
 	if (t->priority && AO_load(&t->state) == SRSV__TICKET_QUEUED) {
 		srsv__unlock(&s->lock);
@@ -386,7 +416,41 @@ static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 		srsv__lock(&s->lock);
 	}
 	while (AO_load(&t->state) == SRSV__TICKET_QUEUED) {
-		if (srsv__cond_wait(&s->lock, &t->cond, deadline) == ETIMEDOUT &&
+		const struct timespec *until = deadline;
+		struct timespec slice;
+
+		/*
+		 * Manual mode has no library thread: the walk that serves a
+		 * normal ticket runs in the waiter's own thread when nobody
+		 * else is running the pending work (srsv_ctx_run_pending()),
+		 * as a priority ticket's flushing always does.  Else the
+		 * waiter looks again every MANUAL_SLICE_NS: the engine's
+		 * thread may have run the pending work just before our
+		 * ticket's walk was queued.
+		 */
+		if ((ctx->cfg.flags & (SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT)) ==
+		    SRSV_CTX_MANUAL) {
+			if (srsv__trylock(&ctx->manual_lock)) {
+				int ran;
+
+				srsv__unlock(&s->lock);
+				ran = srsv__worker_run_pending(ctx,
+					t->mode == SRSV_FLUSH_DATA ?
+					SRSV__WORK_ASYNC_DATA :
+					SRSV__WORK_ASYNC_METADATA);
+				srsv__unlock(&ctx->manual_lock);
+				srsv__lock(&s->lock);
+				if (ran)
+					continue;
+			}
+			srsv__deadline(&slice, MANUAL_SLICE_NS);
+			if (!deadline || slice.tv_sec < deadline->tv_sec ||
+			    (slice.tv_sec == deadline->tv_sec &&
+			     slice.tv_nsec < deadline->tv_nsec))
+				until = &slice;
+		}
+		if (srsv__cond_wait(&s->lock, &t->cond, until) == ETIMEDOUT &&
+		    until == deadline &&
 		    AO_load(&t->state) == SRSV__TICKET_QUEUED) {
 			srsv__ticket_remove(s, t);
 			srsv__ticket_end(s, t, -ETIMEDOUT);
@@ -402,6 +466,8 @@ done:
 		pthread_cond_destroy(&t->cond);
 		t->cond_ready = false;
 	}
+	/* Its end is known to the owner: out of flight (tickets.c). */
+	srsv__inflight_del(t);
 	return t->error;
 }
 
@@ -426,6 +492,10 @@ SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 
 	if (!ticket)
 		return -EINVAL;
+	/* A ticket in flight is left as it is (tickets.c). */
+	ret = srsv__ticket_in_flight(ticket, flags);
+	if (ret)
+		return ret;
 	ret = srsv__ticket_start(s, t, bytes, (int)mode, flags, NULL);
 	if (ret != -EINPROGRESS)
 		srsv__ticket_finished_at_once(s, t, ret);
@@ -494,7 +564,10 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	 * while we are between the two.
 	 */
 	AO_fetch_and_add1_full(&ctx->active);
-	ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
+	/* A timeout of 0 never queues: -ETIMEDOUT where it would wait. */
+	ret = reserve_slow(s, &t, bytes, mode,
+			   timeout_ns ? flags : flags | SRSV__RESERVE_NO_QUEUE,
+			   NULL);
 	if (ret != -EINPROGRESS) {
 		srsv__ctx_leave_waited(ctx);
 		/* Charged without a ticket: paced like the fast path. */
@@ -502,16 +575,6 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 			srsv__pace(s, bytes, mode, timeout_ns ? flags :
 				   flags | SRSV_RESERVE_NOWAIT);
 		return ret;
-	}
-	if (timeout_ns == 0) {
-		/* "Do not wait at all": take the ticket back unless granted. */
-		srsv__lock(&s->lock);
-		if (AO_load(&t.state) == SRSV__TICKET_QUEUED) {
-			srsv__ticket_remove(s, &t);
-			srsv__ticket_end(s, &t, -ETIMEDOUT);
-			srsv__try_grant_tickets(s);
-		}
-		srsv__unlock(&s->lock);
 	}
 	ret = ticket_wait(&t, timeout_ns);
 	srsv__ctx_leave_waited(ctx);

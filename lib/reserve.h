@@ -15,6 +15,7 @@ struct srsv__async_args {
 	srsv_async_fn fn;
 	void *arg;
 	uint64_t deadline_ns;		/* monotonic; UINT64_MAX: none */
+	bool no_queue;			/* a timeout of 0: never queue */
 };
 
 /*
@@ -24,6 +25,14 @@ struct srsv__async_args {
 int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
 		       uint64_t bytes, int mode, unsigned flags,
 		       const struct srsv__async_args *async);
+
+/* Flags the reserve path adds to a caller's (validated) flags. */
+#define SRSV__RESERVE_TRACKED (1u << 30)	/* a ticket of the ticket API */
+#define SRSV__RESERVE_NO_QUEUE (1u << 31)	/* timeout 0: never queue */
+
+/* Is @ticket in flight (tickets.c)?  -EBUSY yes, 0 no, -EAGAIN a NOWAIT
+ * caller met the registry busy.  The ticket memory is not read. */
+int srsv__ticket_in_flight(const void *ticket, unsigned flags);
 
 /* A ticket srsv__ticket_start() did not queue (granted or failed at once,
  * @ret): make srsv_ticket_wait() and srsv_ticket_cancel() report it. */

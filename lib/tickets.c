@@ -20,6 +20,8 @@
  * (btrfs_return_free_space()), and a ticket about to fail may take what
  * it wants from it, keeping 10% (steal_from_global_rsv()).
  */
+#include <stdlib.h>
+
 #include "blockrsv.h"
 #include "cache.h"
 #include "counters.h"
@@ -30,6 +32,118 @@
 
 /* btrfs keeps 10% of the global reserve out of reach of stealing. */
 #define SRSV__GLOBAL_STEAL_KEEP_PERCENT 10
+
+/*
+ * Tickets in flight.  srsv_ticket_reserve() on a ticket that is still
+ * queued would relink a node that is on a list, and the next walk of the
+ * queue (a snapshot, a grant) would spin for ever; on an asynchronous
+ * ticket posted and not yet reaped, it would cut the completion queue.  So
+ * the ticket API refuses a ticket in flight with -EBUSY.  The caller's
+ * ticket need not be initialised (space.h), so the library cannot read it
+ * to tell: it keeps the addresses of its tickets in flight instead, in
+ * stripes hashed by address, each a small array under its own lock (a
+ * leaf: taken under a pool lock, never the other way).  In flight is the
+ * documented lifetime: from queueing until srsv_ticket_wait() returns its
+ * end (a blocking ticket) or srsv_async_reap() hands it back (an
+ * asynchronous one), so that neither a grant, a failure nor a NOWAIT
+ * release's grant ever touches the registry.  A queued ticket of the
+ * ticket API is one insertion and one removal; srsv_space_reserve()'s own
+ * tickets live on its stack and are not registered.
+ */
+#define INFLIGHT_STRIPES 64
+
+static struct inflight_stripe {
+	struct srsv__lock lock;
+	struct inflight {		/* under lock */
+		const void *ticket;
+		const struct srsv_ctx *ctx;
+	} *e;
+	size_t nr, alloc;
+} inflight[INFLIGHT_STRIPES] = {
+	[0 ... INFLIGHT_STRIPES - 1] = { .lock = { PTHREAD_MUTEX_INITIALIZER, 0 } }
+};
+
+static struct inflight_stripe *stripe_of(const void *t)
+{
+	uintptr_t a = (uintptr_t)t;
+
+	return &inflight[(a >> 6 ^ a >> 12) % INFLIGHT_STRIPES];
+}
+
+int srsv__inflight_add(struct srsv__ticket *t)
+{
+	struct inflight_stripe *st = stripe_of(t);
+	int ret = 0;
+
+	srsv__lock(&st->lock);
+	if (st->nr == st->alloc) {
+		size_t n = st->alloc ? 2 * st->alloc : 8;
+		struct inflight *grown = realloc(st->e, n * sizeof(*grown));
+
+		if (!grown)
+			ret = -ENOMEM;
+		else {
+			st->e = grown;
+			st->alloc = n;
+		}
+	}
+	if (!ret) {
+		st->e[st->nr++] = (struct inflight){ t, t->space->ctx };
+		t->tracked = true;
+	}
+	srsv__unlock(&st->lock);
+	return ret;
+}
+
+void srsv__inflight_del(struct srsv__ticket *t)
+{
+	struct inflight_stripe *st = stripe_of(t);
+
+	if (!t->tracked)
+		return;
+	t->tracked = false;
+	srsv__lock(&st->lock);
+	for (size_t i = 0; i < st->nr; i++) {
+		if (st->e[i].ticket == t) {
+			st->e[i] = st->e[--st->nr];
+			break;
+		}
+	}
+	srsv__unlock(&st->lock);
+}
+
+void srsv__inflight_forget(const struct srsv_ctx *ctx)
+{
+	for (unsigned k = 0; k < INFLIGHT_STRIPES; k++) {
+		struct inflight_stripe *st = &inflight[k];
+
+		srsv__lock(&st->lock);
+		for (size_t i = 0; i < st->nr;) {
+			if (st->e[i].ctx == ctx)
+				st->e[i] = st->e[--st->nr];
+			else
+				i++;
+		}
+		srsv__unlock(&st->lock);
+	}
+}
+
+int srsv__inflight_has(const void *t, bool nowait)
+{
+	struct inflight_stripe *st = stripe_of(t);
+	int found = 0;
+
+	if (nowait) {
+		if (!srsv__trylock(&st->lock))
+			return -EAGAIN;
+	} else {
+		srsv__lock(&st->lock);
+	}
+	for (size_t i = 0; i < st->nr && !found; i++)
+		found = st->e[i].ticket == t;
+	srsv__unlock(&st->lock);
+	return found;
+}
 
 void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
 {

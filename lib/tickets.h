@@ -31,6 +31,7 @@ struct srsv__ticket {
 	bool steal;			/* may take from the global rsv */
 	bool priority;			/* on priority_tickets */
 	bool cond_ready;		/* cond initialised */
+	bool tracked;			/* in the in-flight registry */
 	/* Asynchronous tickets (async.c); ops NULL for a blocking one. */
 	bool async_hold;		/* do not post yet (queueing, walking) */
 	bool async_walk;		/* priority walk to run by a worker */
@@ -61,6 +62,23 @@ static inline struct srsv__ticket *srsv__ticket_first(struct srsv__list *h)
 {
 	return srsv__container_of(h->next, struct srsv__ticket, node);
 }
+
+/*
+ * The registry of tickets in flight (tickets.c): a ticket of the ticket
+ * API (srsv_ticket_reserve(), srsv_ticket_reserve_async()) is in it from
+ * its queueing until it leaves its queue (blocking) or is reaped
+ * (asynchronous).  Looked up by address: a caller's ticket need not be
+ * initialised, so its memory is never read to decide.
+ * srsv__inflight_add(): pool lock held; 0 or -ENOMEM (nothing added).
+ * srsv__inflight_has(): 1 in flight, 0 not, -EAGAIN (@nowait: the
+ * registry's lock was busy).
+ */
+int srsv__inflight_add(struct srsv__ticket *t);
+void srsv__inflight_del(struct srsv__ticket *t);
+int srsv__inflight_has(const void *ticket, bool nowait);
+/* srsv_ctx_destroy(): the ctx's tickets leave the registry (those nobody
+ * waited for after the shutdown ended them), without reading them. */
+void srsv__inflight_forget(const struct srsv_ctx *ctx);
 
 /* Remove a queued ticket (reclaim_size, waiting); pool lock held. */
 void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t);

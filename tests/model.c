@@ -920,8 +920,9 @@ static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
 	       charge(m, p, bytes, CHARGE_EMERGENCY);
 }
 
+/* @no_queue: a timeout of 0, -ETIMEDOUT where it would have to wait. */
 static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
-			 int mode, unsigned flags)
+			 int mode, unsigned flags, bool no_queue)
 {
 	struct model_pool *p = pool_of(m, pool);
 	struct model_ticket *tk = &m->tickets[t];
@@ -936,14 +937,17 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	/* More than the pool could ever become: fail at once. */
 	if (bytes > p->total + m->unallocated)
 		return -ENOSPC;
-	if (m->closing)
-		return -ESHUTDOWN;
 	if (mode == SRSV_NO_FLUSH || mode == SRSV_FLUSH_EMERGENCY)
 		return -ENOSPC;
 	if (m->in_callback)
 		return -EDEADLK;
+	/* Shut down refuses only what would wait, as the error state. */
+	if (m->closing)
+		return -ESHUTDOWN;
 	if (m->error)
 		return m->error;
+	if (no_queue)
+		return -ETIMEDOUT;
 
 	memset(tk, 0, sizeof(*tk));
 	tk->pool = pool;
@@ -992,10 +996,18 @@ static int finish_start(struct model *m, int pool, int t, int ret)
 int model_ticket_reserve(struct model *m, int pool, int slot, uint64_t bytes,
 			 int mode, unsigned flags)
 {
+	int ret;
+
 	if (slot < 0 || slot > INTERNAL_SLOT)
 		return -EINVAL;
-	return finish_start(m, pool, slot,
-			    reserve_start(m, pool, slot, bytes, mode, flags));
+	/* A ticket in flight is refused and left as it is. */
+	if (m->tickets[slot].inflight)
+		return -EBUSY;
+	ret = finish_start(m, pool, slot, reserve_start(m, pool, slot, bytes,
+							mode, flags, false));
+	if (ret == -EINPROGRESS)
+		m->tickets[slot].inflight = true;
+	return ret;
 }
 
 static int wait_forever(struct model *m, int t)
@@ -1012,19 +1024,25 @@ static int wait_forever(struct model *m, int t)
 int model_ticket_wait(struct model *m, int slot, uint64_t timeout_ns)
 {
 	struct model_ticket *tk;
+	int ret;
 
 	if (slot < 0 || slot > INTERNAL_SLOT)
 		return -EINVAL;
 	tk = &m->tickets[slot];
 	if (tk->state == MODEL_T_IDLE)
 		return -EINVAL;
-	if (tk->state == MODEL_T_DONE)
+	if (tk->state == MODEL_T_DONE) {
+		tk->inflight = false;	/* its end is known to the owner */
 		return tk->error;
+	}
 	if (timeout_ns == 0)
 		return -EINPROGRESS;
 	if (timeout_ns != UINT64_MAX)
 		return -ENOTSUP;
-	return wait_forever(m, slot);
+	ret = wait_forever(m, slot);
+	if (ret != MODEL_BLOCKS)
+		tk->inflight = false;
+	return ret;
 }
 
 int model_ticket_cancel(struct model *m, int slot)
@@ -1049,7 +1067,8 @@ int model_ticket_cancel(struct model *m, int slot)
 int model_space_reserve(struct model *m, int pool, uint64_t bytes, int mode,
 			unsigned flags)
 {
-	int ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
+	int ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags,
+				false);
 
 	if (ret != -EINPROGRESS)
 		return ret;
@@ -1059,25 +1078,12 @@ int model_space_reserve(struct model *m, int pool, uint64_t bytes, int mode,
 int model_space_reserve_timeout(struct model *m, int pool, uint64_t bytes,
 				int mode, unsigned flags, uint64_t timeout_ns)
 {
-	struct model_ticket *tk = &m->tickets[INTERNAL_SLOT];
-	int ret;
-
 	if (timeout_ns == UINT64_MAX)
 		return model_space_reserve(m, pool, bytes, mode, flags);
 	if (timeout_ns != 0)
 		return -ENOTSUP;
-	ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
-	if (ret != -EINPROGRESS)
-		return ret;
-	/* "Do not wait at all": take the ticket back unless granted. */
-	if (tk->state == MODEL_T_QUEUED) {
-		struct model_pool *p = &m->pools[pool];
-
-		ticket_remove(m, p, INTERNAL_SLOT);
-		ticket_end(m, p, INTERNAL_SLOT, -ETIMEDOUT);
-		try_grant(m, p);
-	}
-	return tk->error;
+	/* "Do not wait at all": never queued, -ETIMEDOUT where it would. */
+	return reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags, true);
 }
 
 /* ---- transitions ---- */

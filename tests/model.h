@@ -106,6 +106,9 @@ struct model_ticket {
 	int error;
 	bool priority;
 	bool steal;
+	/* The ticket API's ticket is in flight: queued, until a wait
+	 * returned its end (srsv_ticket_reserve() on it: -EBUSY). */
+	bool inflight;
 	uint64_t bytes;		/* still wanted; 0 once granted */
 	uint64_t orig_bytes;
 };

@@ -825,6 +825,63 @@ START_TEST(test_cache_tickets_churn)
 }
 END_TEST
 
+/*
+ * After srsv_ctx_shutdown(), as in the error state, only what would wait
+ * is refused: a reservation that fits is granted, one that never can is
+ * -ENOSPC, one that would queue -ESHUTDOWN; the calls that never wait
+ * (srsv_rsv_use_fallback(), NO_FLUSH) never answer -ESHUTDOWN.  The same
+ * with and without caches: before, with credit in the caches, an empty
+ * 8 MiB pool refused 8 MiB with -ESHUTDOWN (the slow path returned on the
+ * shutdown gate before the caches gave their credit back).
+ */
+static void shutdown_rule(bool caches)
+{
+	struct esim *s = caches ? make(MANUAL, 8 * MiB, 8 * MiB, BATCH) :
+			 esim_setup(MANUAL, 8 * MiB, 8 * MiB, 0);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+	struct srsv_space *m = esim_space(s, SRSV_POOL_METADATA);
+	struct srsv_rsv *trans = srsv_ctx_rsv(s->ctx, SRSV_RSV_TRANS);
+	struct srsv_rsv *used = NULL;
+
+	/* Leave credit in this CPU's cache: one byte out, one back. */
+	ck_assert_int_eq(srsv_space_reserve(d, 1, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_int_eq(srsv_space_release(d, 1), 0);
+	if (caches)
+		ck_assert_uint_gt(srsv__cache_credit(d), 0);
+	ck_assert_int_eq(srsv_ctx_shutdown(s->ctx), 0);
+
+	ck_assert_int_eq(srsv_space_reserve(d, 8 * MiB, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 9 * MiB, SRSV_FLUSH_DATA, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA, 0),
+			 -ESHUTDOWN);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA,
+					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	/* Giving back and moving along still work. */
+	ck_assert_int_eq(srsv_space_alloc(d, 4 * MiB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(d, 4 * MiB), 0);
+	ck_assert_int_eq(srsv_space_release(d, 4 * MiB), 0);
+	ck_assert_uint_eq(esim_snap(d).may_use, 0);
+	/* The fallback chain never waits: 0 while it fits. */
+	ck_assert_int_eq(srsv_rsv_use_fallback(trans, 64 * KiB, &used), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, 8 * MiB - 64 * KiB,
+					    SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, 64 * KiB, SRSV_FLUSH_ALL, 0),
+			 -ESHUTDOWN);
+	ck_assert_int_eq(srsv_space_release(m, 8 * MiB), 0);
+	ck_assert_uint_eq(esim_snap(m).may_use, 0);
+	esim_free(s);
+}
+
+START_TEST(test_shutdown_refuses_only_waits)
+{
+	shutdown_rule(true);
+	shutdown_rule(false);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -832,6 +889,7 @@ static Suite *cache_suite(void)
 	TCase *many = tcase_create("threads");
 
 	tcase_add_checked_fixture(one, setup, teardown);
+	tcase_add_test(one, test_shutdown_refuses_only_waits);
 	tcase_add_test(one, test_cache_off_by_default);
 	tcase_add_test(one, test_cache_idle_until_contended);
 	tcase_add_test(one, test_cache_refill_then_hits);

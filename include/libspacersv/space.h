@@ -48,10 +48,19 @@ extern "C" {
  * @retval -EINVAL NULL space, 0 bytes, bytes larger than any pool could hold
  *         (overflow), unknown mode or flag, or a mode this pool kind does
  *         not take
- * @retval -ESHUTDOWN the ctx is shut down
+ * @retval -ESHUTDOWN the ctx is shut down (or shutting down) and the
+ *         reservation would have to wait: as in the error state, a
+ *         reservation that fits is still granted (0) and one that never
+ *         can fails with -ENOSPC; only waiting is refused, whatever the
+ *         per-CPU caches hold
  * @retval -EDEADLK a flushing mode used from inside a flush callback
  * @retval other the error set by srsv_ctx_set_error()
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
+ * @note A blocking call may run the engine's flush callback (in this
+ * thread for priority modes and in ::SRSV_CTX_MANUAL mode, in a library
+ * thread otherwise) and waits until it frees space: never call it while
+ * holding a lock your flush callback takes, or the two wait for each
+ * other for ever (use ::SRSV_NO_FLUSH or ::SRSV_RESERVE_NOWAIT there).
  */
 SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
 		       enum srsv_flush mode, unsigned flags);
@@ -62,9 +71,13 @@ SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
  * @param bytes how much
  * @param mode flush mode
  * @param flags ::srsv_reserve_flags
- * @param timeout_ns how long to wait at most (0: do not wait at all)
+ * @param timeout_ns how long to wait at most; 0: never wait and never
+ *         queue (0 when the bytes can be had at once, -ETIMEDOUT where
+ *         the call would have to wait; the same meaning as in
+ *         srsv_ticket_reserve_async())
  * @retval -ETIMEDOUT the ticket was still queued at the deadline; it was
- *         removed under the pool lock, so the caller holds nothing
+ *         removed under the pool lock, so the caller holds nothing (with
+ *         @p timeout_ns 0: it would have had to wait; nothing was queued)
  * @retval 0 and the other errors as srsv_space_reserve()
  * @note Thread-safe.
  */
@@ -100,6 +113,12 @@ struct srsv_ticket {
  * @retval 0 granted at once (the ticket is finished)
  * @retval -EINPROGRESS queued: finish it with srsv_ticket_wait() (which
  *         also runs the priority flushing for priority modes)
+ * @retval -EBUSY @p ticket is in flight: queued, or ended and not yet
+ *         waited for (or, for an asynchronous one, not yet reaped); it is
+ *         left as it is.  The library tells by the ticket's address, never
+ *         by reading its memory
+ * @retval -EAGAIN NOWAIT and the in-flight registry was busy; the ticket
+ *         is left as it is
  * @retval negative as srsv_space_reserve(); the ticket is finished
  * @note Thread-safe.  A queued ticket must be finished (waited on until it
  * returns something other than -EINPROGRESS, or cancelled and then waited
