@@ -77,11 +77,19 @@
  *
  * A cached release cannot compare its bytes with what its caller holds
  * (nothing counts that per caller); it refuses only more than the pool's
- * whole may_use, credit included.  An over-release it lets through can
- * leave more credit than may_use holds: draining then subtracts what
- * may_use has (srsv__may_use_sub_clamped()), since the rest are bytes
- * nobody ever reserved.  Reservations served from a slot trace the
- * reservation but no may_use change.
+ * whole may_use, credit included.  An over-release it lets through leaves
+ * more credit than what callers hold could account for: once the
+ * releases that overdraw have all landed, the credit exceeds may_use.
+ * Whenever credit goes back to may_use (credit_back(): a drain, a give-
+ * back to tickets, a refused trim) the excess is detected there, counted
+ * as a refused release (refused[SRSV_REFUSED_RELEASE]) and traced, and
+ * only what may_use holds is subtracted, since the rest are bytes nobody
+ * ever reserved.  So an over-release through the caches is caught at the
+ * latest when the credit is next reconciled: the next reservation that
+ * takes the slow path, grant of queued tickets, or capacity change
+ * (srsv_space_set_readonly(), a block group given back).
+ * Reservations served from a slot trace the reservation but no may_use
+ * change.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -90,6 +98,7 @@
 
 #include "cache.h"
 #include "counters.h"
+#include "stats.h"
 #include "trace.h"
 
 /*
@@ -187,6 +196,17 @@ static uint64_t close_slot(struct srsv__cache_slot *c)
 	}
 }
 
+/* Credit back into may_use; an excess over it is an over-release that a
+ * cached release let through (see the essay): counted, traced, dropped. */
+static uint64_t credit_back(struct srsv_space *s, uint64_t credit)
+{
+	uint64_t took = srsv__may_use_sub_clamped(s, credit);
+
+	if (took < credit)
+		srsv__refuse(s, SRSV_REFUSED_RELEASE, credit - took);
+	return took;
+}
+
 uint64_t srsv__cache_drain(struct srsv_space *s)
 {
 	uint64_t credit = 0;
@@ -195,9 +215,7 @@ uint64_t srsv__cache_drain(struct srsv_space *s)
 		return 0;
 	for (unsigned i = 0; i < s->cache_slots; i++)
 		credit += close_slot(&s->cache[i]);
-	/* Clamped: credit beyond the word came from an over-release that
-	 * a cache could not detect, and is bytes nobody ever reserved. */
-	return credit ? srsv__may_use_sub_clamped(s, credit) : 0;
+	return credit ? credit_back(s, credit) : 0;
 }
 
 /*
@@ -271,7 +289,7 @@ static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c)
 	AO_fetch_and_add_full(&s->in_flight, 1);
 	credit = close_slot(c);
 	if (credit)
-		srsv__may_use_sub_clamped(s, credit);
+		credit_back(s, credit);
 	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
 }
 
@@ -392,7 +410,7 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, uint64_t *after,
 		uint64_t credit = close_slot(c);
 
 		if (credit)
-			srsv__may_use_sub_clamped(s, credit);
+			credit_back(s, credit);
 		*gave_back = true;
 	}
 	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
@@ -412,6 +430,7 @@ static void restore_slot(struct srsv_space *s, struct srsv__cache_slot *c,
 
 	for (;; v = seen) {
 		if (v & CLOSED) {
+			/* The refused trim was counted by the release. */
 			srsv__may_use_sub_clamped(s, credit);
 			return;
 		}

@@ -260,7 +260,7 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	 */
 	if (nowait && (srsv__pending_for(data, SRSV_NO_FLUSH) ||
 		       srsv__pending_for(meta_space(ctx), SRSV_NO_FLUSH))) {
-		ret = -EAGAIN;
+		ret = srsv__nowait_refused(data, SRSV_NOWAIT_SPACE);
 		goto fail;
 	}
 
@@ -314,7 +314,9 @@ undo_data:
 		srsv__discard(srsv_space_release(data, bytes));
 fail:
 	if (nowait && (ret == -ENOSPC || ret == -EDQUOT))
-		ret = -EAGAIN;
+		ret = srsv__nowait_refused(data, ret == -EDQUOT ?
+					   SRSV_NOWAIT_QUOTA :
+					   SRSV_NOWAIT_SPACE);
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

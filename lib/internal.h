@@ -73,6 +73,8 @@ struct srsv__stats {
 	volatile AO_t grant_bytes;	/* monotonic: bytes granted to tickets */
 	/* Lock-free: a refusal may come from the lock-free release path. */
 	volatile AO_t refused[SRSV_REFUSED_COUNT];
+	/* Lock-free: NOWAIT answers of -EAGAIN, per srsv_nowait_reason. */
+	volatile AO_t nowait[SRSV_NOWAIT_REASON_COUNT];
 	/* Bit s: state s said -EOPNOTSUPP and is not called any more. */
 	volatile AO_t disabled;
 };

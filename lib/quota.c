@@ -112,6 +112,7 @@ struct srsv_quota {
 	volatile AO_t stat_flushes;
 	volatile AO_t stat_flush_waits;
 	volatile AO_t stat_edquot;
+	volatile AO_t stat_nowait;	/* NOWAIT refused over the limit */
 	uint32_t magic;
 };
 
@@ -218,7 +219,7 @@ static int try_admit(struct srsv_quota *q,
 
 	if (nowait) {
 		if (!srsv__trylock(&q->lock))
-			return -EAGAIN;
+			return srsv__nowait_refused(NULL, SRSV_NOWAIT_LOCK);
 	} else {
 		srsv__lock(&q->lock);
 	}
@@ -443,8 +444,10 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 	if (ret != -EDQUOT)
 		goto out;
 	if (nowait) {
-		/* As btrfs's nowait path: the caller retries blocking; -EDQUOT is for it. */
-		ret = -EAGAIN;
+		/* As btrfs's nowait path: the caller retries blocking;
+		 * -EDQUOT is for it.  The reason tells it so. */
+		ret = srsv__nowait_refused(NULL, SRSV_NOWAIT_QUOTA);
+		AO_fetch_and_add1(&q->stat_nowait);
 		goto refused;
 	}
 	if ((flags & SRSV_QUOTA_NOFLUSH) || !q->ctx->cfg.quota_flush)
@@ -780,6 +783,7 @@ SRSV__EXPORT int srsv_quota_snapshot_sized(struct srsv_quota *q,
 	info->flushes = srsv__ld(&q->stat_flushes);
 	info->flush_waits = srsv__ld(&q->stat_flush_waits);
 	info->edquot = srsv__ld(&q->stat_edquot);
+	info->nowait_refused = srsv__ld(&q->stat_nowait);
 	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }

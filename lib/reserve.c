@@ -213,17 +213,23 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 * the answer can only be -EAGAIN, and our unlock could have
 		 * to wake a flusher waiting for the lock (a system call).
 		 */
-		ret = -EAGAIN;
-		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
-			/* Credit in motion is another thread's progress:
-			 * not waited for, an answer of -EAGAIN. */
-			if (srsv__cache_try_block(s)) {
-				if (try_reserve(s, bytes, mode, &after))
-					ret = 0;
-				srsv__cache_unblock(s);
+		int why = SRSV_NOWAIT_SPACE;
+
+		if (!srsv__pending_for(s, mode)) {
+			why = SRSV_NOWAIT_LOCK;
+			if (srsv__trylock(&s->lock)) {
+				/* Credit in motion is another thread's
+				 * progress: not waited for, -EAGAIN. */
+				if (srsv__cache_try_block(s)) {
+					why = try_reserve(s, bytes, mode,
+							  &after) ? 0 :
+					      SRSV_NOWAIT_SPACE;
+					srsv__cache_unblock(s);
+				}
+				srsv__unlock(&s->lock);
 			}
-			srsv__unlock(&s->lock);
 		}
+		ret = why ? srsv__nowait_refused(s, why) : 0;
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
 		/* Queueing the preemptive worker never blocks (CAS + sem_post). */
 		if (!ret && s->is_metadata)
@@ -378,7 +384,9 @@ int srsv__ticket_in_flight(const void *ticket, unsigned flags)
 {
 	int busy = srsv__inflight_has(ticket, flags & SRSV_RESERVE_NOWAIT);
 
-	return busy > 0 ? -EBUSY : busy;
+	if (busy < 0)
+		return srsv__nowait_refused(NULL, SRSV_NOWAIT_LOCK);
+	return busy ? -EBUSY : 0;
 }
 
 /* A waiter in manual mode looks for reclaim to run this often. */

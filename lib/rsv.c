@@ -94,7 +94,8 @@ static int credit(struct srsv_rsv *rsv, uint64_t bytes, bool update_size,
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		if (!srsv__rsv_trylock(rsv)) {
 			srsv__space_release_nowait(R(rsv)->space, bytes);
-			return -EAGAIN;
+			return srsv__nowait_refused(R(rsv)->space,
+						    SRSV_NOWAIT_LOCK);
 		}
 	} else {
 		srsv__rsv_lock(rsv);
@@ -201,7 +202,8 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 		return rsv_refused(rsv, min_reserved);
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		if (!srsv__rsv_trylock(rsv))
-			return -EAGAIN;
+			return srsv__nowait_refused(R(rsv)->space,
+						    SRSV_NOWAIT_LOCK);
 	} else {
 		srsv__rsv_lock(rsv);
 	}

@@ -95,8 +95,9 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 		if (!ret && from == SRSV__PINNED) {
 			s->stat_unpinned += bytes;
 			/* btrfs_return_free_space(): the global reserve is
-			 * refilled before any ticket is granted. */
-			srsv__global_rsv_refill(s, bytes);
+			 * refilled first, and tickets are offered only what
+			 * is left ("if (len)"). */
+			grant = srsv__global_rsv_refill(s, bytes) < bytes;
 		}
 	} else
 		ret = srsv__space_move(s, from, to, bytes);
@@ -400,6 +401,8 @@ SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
 	memcpy(all.modes, s->stats.modes, sizeof(s->stats.modes));
 	all.clamp_raised = s->stat_clamp_raised;
 	all.clamp_lowered = s->stat_clamp_lowered;
+	for (int i = 0; i < SRSV_NOWAIT_REASON_COUNT; i++)
+		all.nowait_refused[i] = srsv__ld(&s->stats.nowait[i]);
 	disabled = srsv__ld(&s->stats.disabled);
 	for (int i = 0; i < SRSV_STATE_COUNT; i++) {
 		struct srsv_state_stats *o = &all.states[i];

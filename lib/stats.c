@@ -108,6 +108,22 @@ int srsv__refused(struct srsv_space *s, int kind, uint64_t bytes)
 	return -EINVAL;
 }
 
+/* The calling thread's last NOWAIT refusal (srsv_nowait_reason()). */
+static __thread int nowait_why;
+
+int srsv__nowait_refused(struct srsv_space *s, int reason)
+{
+	nowait_why = reason;
+	if (s)
+		AO_fetch_and_add1(&s->stats.nowait[reason]);
+	return -EAGAIN;
+}
+
+SRSV__EXPORT int srsv_nowait_reason(void)
+{
+	return nowait_why;
+}
+
 bool srsv__state_disabled(const struct srsv_space *s, int state)
 {
 	return (AO_load((volatile AO_t *)&s->stats.disabled) >> state) & 1;

@@ -22,6 +22,13 @@ void srsv__refuse(struct srsv_space *s, int kind, uint64_t bytes);
 /* srsv__refuse() when @s is not NULL; returns -EINVAL (return it). */
 int srsv__refused(struct srsv_space *s, int kind, uint64_t bytes);
 
+/*
+ * A NOWAIT call answers -EAGAIN for @reason (enum srsv_nowait_reason):
+ * remember it for srsv_nowait_reason() and count it against @s (when not
+ * NULL).  Returns -EAGAIN (return it).  Never blocks.
+ */
+int srsv__nowait_refused(struct srsv_space *s, int reason);
+
 /* Has @state been disabled for @s (it said -EOPNOTSUPP)?  Lock-free. */
 bool srsv__state_disabled(const struct srsv_space *s, int state);
 

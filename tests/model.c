@@ -1167,7 +1167,8 @@ int model_space_unpin(struct model *m, int pool, uint64_t bytes)
 		return ret;
 	p = pool_of(m, pool);
 	/* btrfs_return_free_space(): the global reserve, in this pool and
-	 * below its size, takes the freed bytes before any ticket. */
+	 * below its size, takes the freed bytes before any ticket, and the
+	 * tickets are offered a grant only if some are left ("if (len)"). */
 	if (g->valid && &m->pools[g->pool] == p && g->reserved < g->size) {
 		uint64_t add = g->size - g->reserved;
 
@@ -1175,8 +1176,10 @@ int model_space_unpin(struct model *m, int pool, uint64_t bytes)
 			add = bytes;
 		p->may_use += add;
 		g->reserved += add;
+		bytes -= add;
 	}
-	try_grant(m, p);
+	if (bytes)
+		try_grant(m, p);
 	return 0;
 }
 

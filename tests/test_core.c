@@ -596,6 +596,83 @@ END_TEST
  * and a walk that frees nothing fails it with -ENOSPC instead of hanging.
  * Check's per-test timeout bounds the test if it ever hangs again.
  */
+/*
+ * btrfs_return_free_space(): space that comes back refills the global
+ * reserve first, and tickets are offered a grant only with what is left
+ * ("if (len) btrfs_try_granting_tickets()").  A (80 MiB, ALL_STEAL) and
+ * B (16 MiB, ALL: it fits as soon as A is out of the way, but FIFO) wait
+ * on a full 1 GiB metadata pool whose engine frees nothing; the commit
+ * cycles end with A stealing 80 MiB from the 100 MiB global reserve.  The
+ * engine then unpins 64 MiB: all of it refills the reserve (20 -> 84
+ * MiB), so B is not granted by it; the walk fails B with -ENOSPC, as
+ * upstream does (FLUSH_ALL may not steal).  Before the fix the unpin
+ * granted B.
+ */
+struct unpin_after {
+	struct srsv_ticket *a;
+	bool done;
+	int ret;
+};
+
+static int unpin_once_a_stole(struct esim *sim, struct srsv_space *space,
+			      enum srsv_flush_state state, uint64_t bytes,
+			      void *arg)
+{
+	struct unpin_after *u = arg;
+
+	(void)sim; (void)state; (void)bytes;
+	if (u->done || srsv_ticket_wait(u->a, 0) != 0)
+		return 0;
+	u->done = true;
+	u->ret = srsv_space_unpin(space, 64 * MiB);
+	return 0;
+}
+
+START_TEST(test_unpin_refill_takes_all_no_grant)
+{
+	struct esim *sim = esim_new();
+	struct srsv_config cfg;
+	struct srsv_space *md;
+	struct srsv_ticket a, b;
+	struct unpin_after u = { .a = &a };
+	struct esim_action call = {
+		.state = SRSV_STATE_COMMIT_TRANS, .pool = ESIM_ANY,
+		.preempt = -1, .op = ESIM_CALL, .fn = unpin_once_a_stole,
+		.fn_arg = &u,
+	};
+	struct srsv_rsv_info g;
+
+	esim_config_init(sim, &cfg, MANUAL);
+	cfg.pool_bytes[SRSV_POOL_DATA] = 64 * MiB;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 1024 * MiB;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MiB;
+	cfg.global_rsv_bytes = 100 * MiB;
+	ck_assert_int_eq(esim_ctx_create(sim, &cfg), 0);
+	md = esim_space(sim, SRSV_POOL_METADATA);
+	/* used 700 MiB, pinned 64 MiB, 128 MiB held: 32 MiB free. */
+	reserve_ok(md, 764 * MiB, SRSV_NO_FLUSH);
+	ck_assert_int_eq(srsv_space_alloc(md, 764 * MiB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(md, 764 * MiB), 0);
+	ck_assert_int_eq(srsv_space_pin(md, 64 * MiB), 0);
+	reserve_ok(md, 128 * MiB, SRSV_NO_FLUSH);
+	esim_add(sim, &call);
+	queue(md, &a, 80 * MiB, SRSV_FLUSH_ALL_STEAL);
+	queue(md, &b, 16 * MiB, SRSV_FLUSH_ALL);
+	ck_assert_int_gt(esim_run_all(sim, RUN_ROUNDS), 0);
+	ck_assert_int_eq(peek(&a), 0);
+	ck_assert(u.done);
+	ck_assert_int_eq(u.ret, 0);
+	ck_assert_int_eq(peek(&b), -ENOSPC);
+	ck_assert_int_eq(srsv_rsv_get_info(srsv_ctx_rsv(sim->ctx,
+							SRSV_RSV_GLOBAL), &g),
+			 0);
+	ck_assert_uint_eq(g.reserved, 84 * MiB);
+	ESIM_ASSERT_COUNTERS(md, 1024 * MiB, 700 * MiB, 0, 0,
+			     128 * MiB + 80 * MiB + 84 * MiB, 0);
+	esim_free(sim);
+}
+END_TEST
+
 START_TEST(test_manual_blocking_runs_its_walk)
 {
 	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT,
@@ -1764,6 +1841,7 @@ static Suite *core_suite(void)
 	tcase_add_test(walk, test_async_data_walk_grows_first);
 	tcase_add_test(walk, test_async_data_walk_full);
 	tcase_add_test(walk, test_manual_blocking_runs_its_walk);
+	tcase_add_test(walk, test_unpin_refill_takes_all_no_grant);
 	tcase_add_test(walk, test_async_data_walk_commit_grants);
 	tcase_add_test(walk, test_priority_limit_walk);
 	tcase_add_test(walk, test_evict_walk);

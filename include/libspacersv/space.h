@@ -456,6 +456,8 @@ enum srsv_refusal {
 #define SRSV_STATS_STATES 32
 /** Room for refusal kinds in srsv_space_stats. */
 #define SRSV_STATS_REFUSALS 32
+/** Size of srsv_space_stats::nowait_refused (::srsv_nowait_reason). */
+#define SRSV_STATS_NOWAIT 8
 /** Buckets of a wait histogram (srsv_wait_stats::hist). */
 #define SRSV_WAIT_BUCKETS 24
 
@@ -540,6 +542,10 @@ struct srsv_space_stats {
 	 *  a second (or more) after the last ticket, paced sleep or clamp
 	 *  change, with no ticket queued */
 	uint64_t clamp_lowered;
+	/** NOWAIT calls on the pool answered -EAGAIN, per
+	 *  ::srsv_nowait_reason ([::SRSV_NOWAIT_QUOTA] counts the delalloc
+	 *  helper's; a tenant's own are in srsv_quota_info::nowait_refused) */
+	uint64_t nowait_refused[SRSV_STATS_NOWAIT];
 };
 
 /**
@@ -562,6 +568,18 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
 #define srsv_space_get_stats(space, stats) \
 	srsv_space_get_stats_sized((space), (stats), \
 				   sizeof(struct srsv_space_stats))
+
+/**
+ * Why the calling thread's last NOWAIT call answered -EAGAIN, as errno
+ * tells why the last system call failed: a lock was busy (a retry may
+ * succeed at once), the pool would have to flush or queue, or a tenant
+ * is over its quota (the blocking retry would flush the quota, and may
+ * fail with -EDQUOT).  Only -EAGAIN answers of NOWAIT calls set it; it
+ * is not reset by calls that succeed.
+ * @return a ::srsv_nowait_reason (::SRSV_NOWAIT_NONE before any)
+ * @note Thread-safe: each thread has its own.
+ */
+int srsv_nowait_reason(void);
 
 /**
  * Call the engine for @p state again: the library stops calling a state
