@@ -166,6 +166,10 @@ struct srsv_space {
 	uint64_t stat_clamp_raised;	/* preempt.c: clamp + 1 */
 	uint64_t stat_clamp_lowered;	/* preempt.c: clamp - 1 */
 	struct srsv__stats stats;	/* stats.c */
+	/* Tracing's sampling of counter events (trace-lttng.h): per
+	 * counter, when the next may go out and the value last traced. */
+	volatile AO_t trace_next[SRSV__COUNTER_COUNT];
+	volatile AO_t trace_last[SRSV__COUNTER_COUNT];
 };
 
 /* Worker kinds; each is a thread unless the ctx is in manual mode. */

@@ -120,6 +120,22 @@ def check_common(events, pid):
     return last
 
 
+def check_burst(events, sc):
+    """20000 pairs: a reserve event each, may_use sampled per ms."""
+    ctx = sc['ctx']
+    print('# burst: ctx %#x' % ctx)
+    res = of(events, ctx, 'reserve')
+    check(len(res) == 20000, 'burst: one reserve event per reservation '
+          '(%d)' % len(res))
+    mu = [e for e in events if e['name'] == 'counter' and
+          e.get('ctx') == ctx and e['counter'] == 'may_use']
+    if res:
+        span_ms = (res[-1]['ts'] - res[0]['ts']) / 1e6
+        check(1 <= len(mu) <= span_ms + 2,
+              'burst: may_use counter events sampled, at most one per '
+              'millisecond (%d events in %.1f ms)' % (len(mu), span_ms))
+
+
 def check_granted(events, sc):
     ctx, b = sc['ctx'], sc['bytes']
     print('# granted: ctx %#x' % ctx)
@@ -403,11 +419,13 @@ def main():
 
     check_common(events, sc['PID'])
     S, P = sc['SCENARIO'], sc['SNAPSHOT']
-    for name in ('granted', 'refused', 'timeout', 'preempt', 'fail_all',
-                 'rsv'):
+    for name in ('granted', 'burst', 'refused', 'timeout', 'preempt',
+                 'fail_all', 'rsv'):
         check(name in S, 'scenario %s ran' % name)
     if 'granted' in S:
         check_granted(events, S['granted'])
+    if 'burst' in S:
+        check_burst(events, S['burst'])
     if 'refused' in S:
         check_refused(events, S['refused'])
     if 'timeout' in S:

@@ -117,7 +117,7 @@ static struct srsv_ctx *make_ctx(struct engine *e, unsigned flags,
 	struct srsv_ctx *ctx;
 
 	CHECK_RC(srsv_config_init(&cfg), 0);
-	cfg.flags = SRSV_CTX_MANUAL | flags;
+	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT | flags;
 	cfg.flush = flush_cb;
 	cfg.user = e;
 	cfg.pool_bytes[SRSV_POOL_DATA] = 64 * MIB;
@@ -216,6 +216,24 @@ static void scenario_granted(void)
 	CHECK_RC(srsv_space_release(md, MIB), 0);
 	printf("SCENARIO granted ctx=%#" PRIxPTR " bytes=%" PRIu64 "\n",
 	       (uintptr_t)ctx, MIB);
+}
+
+/*
+ * burst: 20000 reserve/release pairs as fast as one thread goes.  Every
+ * reservation is a reserve event; may_use's counter events are sampled,
+ * at most one per millisecond of the burst (trace-lttng.h).
+ */
+static void scenario_burst(void)
+{
+	static struct engine e;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+	struct srsv_space *md = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+
+	for (int i = 0; i < 20000; i++) {
+		CHECK_RC(srsv_space_reserve(md, 4096, SRSV_FLUSH_ALL, 0), 0);
+		CHECK_RC(srsv_space_release(md, 4096), 0);
+	}
+	printf("SCENARIO burst ctx=%#" PRIxPTR " n=20000\n", (uintptr_t)ctx);
 }
 
 /*
@@ -404,6 +422,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("PID %ld\n", (long)getpid());
 	scenario_granted();
+	scenario_burst();
 	scenario_refused();
 	scenario_timeout();
 	scenario_preempt();
