@@ -401,11 +401,26 @@ struct srsv_bgroup_stats {
 	uint64_t nr_groups;	/**< groups now */
 	uint64_t added;		/**< groups ever added */
 	uint64_t returned;	/**< groups returned to unallocated */
-	uint64_t reclaimed;	/**< reclaims ended with 0 */
-	uint64_t reclaim_failed;/**< reclaims ended with an error */
+	uint64_t reclaimed;	/**< relocations ended with 0 (chunks taken
+				     and done, zones zone_relocate moved) */
+	uint64_t reclaim_failed;/**< relocations ended with an error */
 	uint64_t sweeps;	/**< reclaim sweeps run */
 	uint64_t marked;	/**< groups a sweep or a free made candidates */
 	uint64_t committed;	/**< last transaction reported committed */
+	/* Since 0.1.0's block-group merge (the one statistics block of
+	 * chunks and zones); a caller built before it gets the fields
+	 * above only. */
+	/** Bytes relocated by reclaims that ended with 0: the used (and
+	 *  reserved) bytes of each group when it was claimed, as upstream's
+	 *  reclaim_bytes. */
+	uint64_t reclaimed_bytes;
+	/** Zones reset by RESET_ZONES (or after a RECLAIM_ZONES
+	 *  relocation emptied them). */
+	uint64_t resets;
+	/** Candidates the reclaim choices and the RESET_ZONES and
+	 *  RECLAIM_ZONES passes looked at: they look only at the groups
+	 *  queued on the candidate lists, never at every group. */
+	uint64_t candidates_looked;
 };
 
 /**
