@@ -480,7 +480,9 @@ static uint64_t data_chunk(const struct srsv__bgroups *bgs)
 	return bgs->ctx->data_chunk_allowance;
 }
 
-uint64_t srsv__calc_pct_ratio(uint64_t x, uint64_t y)
+/* btrfs's calc_pct_ratio(): 100 * @x / @y, losing low bits rather than
+ * overflowing; 0 when @y is 0. */
+static uint64_t calc_pct_ratio(uint64_t x, uint64_t y)
 {
 	if (!y)
 		return 0;
@@ -508,7 +510,7 @@ static unsigned dynamic_threshold(const struct srsv__bgroups *bgs,
 	/* No room to relocate into: it would not work anyway. */
 	if (unused < data_chunk(bgs))
 		return 0;
-	return (unsigned)srsv__calc_pct_ratio(want, target);
+	return (unsigned)calc_pct_ratio(want, target);
 }
 
 /* btrfs_calc_reclaim_threshold(). */
@@ -972,20 +974,18 @@ SRSV__EXPORT int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool,
 
 /* ---- extents: the one alloc and free ---- */
 
-/* A zone is written at its write pointer and nowhere else: the engine
- * reports an extent it placed and referenced (srsv_zone_group_alloc()
- * and _written() in one).  Group lock held. */
-static int zone_alloc(struct srsv__bg *g, uint64_t bytenr, uint64_t bytes)
+int srsv__bg_advance(struct srsv__bg *g, uint64_t bytes, bool written,
+		     uint64_t *off)
 {
-	uint64_t off = srsv__ld(&g->alloc_offset);
+	volatile AO_t *to = written ? &g->used : &g->reserved;
 
-	if (bytenr != g->start + off)
-		return -EINVAL;
-	if (!g->open || g->capacity - off < bytes)
+	srsv__assert_held(&g->lock);
+	*off = srsv__ld(&g->alloc_offset);
+	if (!g->open || g->capacity - *off < bytes)
 		return -ENOSPC;
-	srsv__st(&g->alloc_offset, off + bytes);
-	srsv__st(&g->used, bg_used(g) + bytes);
-	if (off + bytes == g->capacity)
+	srsv__st(&g->alloc_offset, *off + bytes);
+	srsv__st(to, srsv__ld(to) + bytes);
+	if (*off + bytes == g->capacity)
 		g->flavour->filled(g);
 	return 0;
 }
@@ -1005,7 +1005,13 @@ SRSV__EXPORT int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 		goto out;
 	srsv__lock(&g->lock);
 	if (g->flavour) {
-		ret = zone_alloc(g, bytenr, bytes);
+		/* At the write pointer and nowhere else; the engine reports
+		 * an extent it placed and referenced (srsv_zone_group_alloc()
+		 * and _written() in one). */
+		uint64_t off = srsv__ld(&g->alloc_offset);
+
+		ret = bytenr != g->start + off ? -EINVAL :
+		      srsv__bg_advance(g, bytes, true, &off);
 	} else if (g->readonly) {
 		ret = -EROFS;
 	} else if (bytes > bg_room(g)) {
@@ -1328,11 +1334,6 @@ uint64_t srsv__bg_reset(struct srsv__bg *g)
 	if (freed)
 		count(g->bgs, ST_RESETS, 1);
 	return freed;
-}
-
-void srsv__bg_looked(struct srsv__bgroups *bgs, uint64_t n)
-{
-	count(bgs, ST_LOOKED, n);
 }
 
 void srsv__bg_zone_stats(struct srsv__bgroups *bgs, uint64_t *resets,

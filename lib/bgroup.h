@@ -116,6 +116,12 @@ struct srsv__bgroups *srsv__bgroups_table(struct srsv_ctx *ctx,
  */
 int srsv__bgroup_insert(struct srsv_ctx *ctx, struct srsv__bg *g);
 
+/* Advance a zone's write pointer by @bytes, which become its reserved
+ * (allocated) or, @written, its used bytes; *@off: where they start.
+ * -ENOSPC: not open, or less room.  Group lock held. */
+int srsv__bg_advance(struct srsv__bg *g, uint64_t bytes, bool written,
+		     uint64_t *off);
+
 /*
  * The one free path: @bytes leave @from (SRSV__USED: live bytes;
  * SRSV__RESERVED: a zone's unwritten allocations) in transaction
@@ -168,9 +174,6 @@ void srsv__bg_reclaim_counted(struct srsv__bg *g, int result);
  */
 uint64_t srsv__bg_reset(struct srsv__bg *g);
 
-/* Candidates looked at by the passes (the statistics block). */
-void srsv__bg_looked(struct srsv__bgroups *bgs, uint64_t n);
-
 /* The statistics of the one block: zone resets, relocations, candidates
  * looked at, for srsv_zoned_get_info()'s deprecated mirrors. */
 void srsv__bg_zone_stats(struct srsv__bgroups *bgs, uint64_t *resets,
@@ -195,11 +198,5 @@ void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx, uint64_t prev);
 
 /* srsv_bgroups_init() configured the ctx's table (lock-free). */
 bool srsv__bgroups_enabled(struct srsv_ctx *ctx);
-
-/*
- * btrfs's calc_pct_ratio(): 100 * @x / @y, losing low bits rather than
- * overflowing; 0 when @y is 0.
- */
-uint64_t srsv__calc_pct_ratio(uint64_t x, uint64_t y);
 
 #endif /* SRSV_BGROUP_H */

@@ -94,28 +94,19 @@ enum zone_class {
 	CLASS_COUNT = 3
 };
 
-static const int kind_pool[SRSV_ZONE_KIND_COUNT] = {
-	[SRSV_ZONE_DATA] = SRSV_POOL_DATA,
-	[SRSV_ZONE_METADATA] = SRSV_POOL_METADATA,
-	[SRSV_ZONE_SYSTEM] = SRSV_POOL_SYSTEM,
-	[SRSV_ZONE_DATA_RELOC] = SRSV_POOL_DATA,
-	[SRSV_ZONE_TREELOG] = SRSV_POOL_METADATA,
-};
-
-static const int kind_class[SRSV_ZONE_KIND_COUNT] = {
-	[SRSV_ZONE_DATA] = CLASS_DATA,
-	[SRSV_ZONE_METADATA] = CLASS_METADATA,
-	[SRSV_ZONE_SYSTEM] = CLASS_SYSTEM,
-	[SRSV_ZONE_DATA_RELOC] = CLASS_DATA,
-	[SRSV_ZONE_TREELOG] = CLASS_METADATA,
-};
-
-static const char *const kind_names[SRSV_ZONE_KIND_COUNT] = {
-	[SRSV_ZONE_DATA] = "data",
-	[SRSV_ZONE_METADATA] = "metadata",
-	[SRSV_ZONE_SYSTEM] = "system",
-	[SRSV_ZONE_DATA_RELOC] = "data-reloc",
-	[SRSV_ZONE_TREELOG] = "treelog",
+/* What each kind feeds, who may take its tokens, its name. */
+static const struct {
+	int pool;
+	int class;
+	const char *name;
+} kinds[SRSV_ZONE_KIND_COUNT] = {
+	[SRSV_ZONE_DATA] = { SRSV_POOL_DATA, CLASS_DATA, "data" },
+	[SRSV_ZONE_METADATA] = { SRSV_POOL_METADATA, CLASS_METADATA,
+				 "metadata" },
+	[SRSV_ZONE_SYSTEM] = { SRSV_POOL_SYSTEM, CLASS_SYSTEM, "system" },
+	[SRSV_ZONE_DATA_RELOC] = { SRSV_POOL_DATA, CLASS_DATA, "data-reloc" },
+	[SRSV_ZONE_TREELOG] = { SRSV_POOL_METADATA, CLASS_METADATA,
+				"treelog" },
 };
 
 /*
@@ -257,7 +248,7 @@ static void give_back_token(struct srsv__zoned *z, struct srsv_zone_group *g,
 	close_locked(z, g);
 	g->bg.active = false;
 	z->active_count--;
-	z->active_by_class[kind_class[g->kind]]--;
+	z->active_by_class[kinds[g->kind].class]--;
 	z->active_by_kind[g->kind]--;
 	srsv__unlock(&z->list_lock);
 	srsv__trace_zone_finish(g->bg.start, g->kind, wasted);
@@ -368,7 +359,7 @@ SRSV__EXPORT const char *srsv_zone_kind_name(int kind)
 {
 	if (kind < 0 || kind >= SRSV_ZONE_KIND_COUNT)
 		return "unknown";
-	return kind_names[kind];
+	return kinds[kind].name;
 }
 
 /* ---- groups ---- */
@@ -388,7 +379,7 @@ SRSV__EXPORT int srsv_zone_group_add(struct srsv_ctx *ctx,
 	if (!length || !capacity || capacity > length ||
 	    length > SRSV_MAX_BYTES || start > UINT64_MAX - length)
 		return -EINVAL;
-	s = srsv__ctx_space(ctx, kind_pool[kind]);
+	s = srsv__ctx_space(ctx, kinds[kind].pool);
 	if (!s)
 		return -EINVAL;
 	g = calloc(1, sizeof(*g));
@@ -424,7 +415,7 @@ SRSV__EXPORT int srsv_zone_group_activate(struct srsv_zone_group *g)
 	if (!g)
 		return -EINVAL;
 	z = g->z;
-	class = kind_class[g->kind];
+	class = kinds[g->kind].class;
 	srsv__lock(&g->bg.lock);
 	if (g->bg.busy)
 		ret = -EBUSY;
@@ -584,7 +575,7 @@ SRSV__EXPORT int srsv_zone_hint(struct srsv_ctx *ctx, enum srsv_zone_kind kind,
 	if (!z || !out || (unsigned)kind >= SRSV_ZONE_KIND_COUNT ||
 	    bad_bytes(bytes))
 		return -EINVAL;
-	s = srsv__ctx_space(ctx, kind_pool[kind]);
+	s = srsv__ctx_space(ctx, kinds[kind].pool);
 	if (!s)
 		return -EINVAL;
 
@@ -636,27 +627,18 @@ SRSV__EXPORT int srsv_zone_group_alloc(struct srsv_zone_group *g,
 				       uint64_t bytes, uint64_t *logical)
 {
 	uint64_t off;
-	int ret = 0;
+	int ret;
 
 	if (!g)
 		return -EINVAL;
 	if (bad_bytes(bytes))
 		return zone_refused(g, bytes);
+	/* Outstanding until written: a full zone keeps its token. */
 	srsv__lock(&g->bg.lock);
-	off = srsv__ld(&g->bg.alloc_offset);
-	if (!g->bg.open || g->bg.capacity - off < bytes) {
-		ret = -ENOSPC;
-	} else {
-		srsv__st(&g->bg.alloc_offset, off + bytes);
-		srsv__st(&g->bg.reserved, srsv__ld(&g->bg.reserved) + bytes);
-		if (logical)
-			*logical = g->bg.start + off;
-		/* Full: off the list; the token stays until the last write
-		 * lands. */
-		if (off + bytes == g->bg.capacity)
-			zone_filled(&g->bg);
-	}
+	ret = srsv__bg_advance(&g->bg, bytes, false, &off);
 	srsv__unlock(&g->bg.lock);
+	if (!ret && logical)
+		*logical = g->bg.start + off;
 	return ret;
 }
 
