@@ -974,22 +974,6 @@ SRSV__EXPORT int srsv_bgroup_add(struct srsv_ctx *ctx, enum srsv_pool pool,
 
 /* ---- extents: the one alloc and free ---- */
 
-int srsv__bg_advance(struct srsv__bg *g, uint64_t bytes, bool written,
-		     uint64_t *off)
-{
-	volatile AO_t *to = written ? &g->used : &g->reserved;
-
-	srsv__assert_held(&g->lock);
-	*off = srsv__ld(&g->alloc_offset);
-	if (!g->open || g->capacity - *off < bytes)
-		return -ENOSPC;
-	srsv__st(&g->alloc_offset, *off + bytes);
-	srsv__st(to, srsv__ld(to) + bytes);
-	if (*off + bytes == g->capacity)
-		g->flavour->filled(g);
-	return 0;
-}
-
 SRSV__EXPORT int srsv_bgroup_alloc(struct srsv_ctx *ctx, enum srsv_pool pool,
 				   uint64_t bytenr, uint64_t bytes)
 {
