@@ -1483,18 +1483,26 @@ void srsv__bgroup_reclaim_finish(struct srsv_ctx *ctx, uint64_t prev)
 
 /* ---- queries ---- */
 
-SRSV__EXPORT int srsv_bgroup_get_sized(struct srsv_ctx *ctx, uint64_t bytenr,
-				       struct srsv_bgroup_info *out,
-				       size_t size)
+/* The group covering @addr, or (@next) the first starting at or after
+ * it, for the caller. */
+static int query(struct srsv_ctx *ctx, uint64_t addr, bool next,
+		 struct srsv_bgroup_info *out, size_t size)
 {
 	struct srsv__bgroups *bgs = bgs_of(ctx);
 	struct srsv_bgroup_info all;
 	struct srsv__bg *g;
+	size_t pos;
 
 	if (!bgs || !out || size < BG_INFO_MIN)
 		return -EINVAL;
 	srsv__lock(&bgs->lock);
-	g = lookup(bgs, bytenr, NULL);
+	if (!next) {
+		g = lookup(bgs, addr, NULL);
+	} else {
+		/* The first group with start >= addr. */
+		pos = addr ? upper_bound(bgs, addr - 1) : 0;
+		g = pos < bgs->nr ? bgs->groups[pos] : NULL;
+	}
 	if (g)
 		fill_info(g, &all);
 	srsv__unlock(&bgs->lock);
@@ -1504,28 +1512,18 @@ SRSV__EXPORT int srsv_bgroup_get_sized(struct srsv_ctx *ctx, uint64_t bytenr,
 	return 0;
 }
 
+SRSV__EXPORT int srsv_bgroup_get_sized(struct srsv_ctx *ctx, uint64_t bytenr,
+				       struct srsv_bgroup_info *out,
+				       size_t size)
+{
+	return query(ctx, bytenr, false, out, size);
+}
+
 SRSV__EXPORT int srsv_bgroup_next_sized(struct srsv_ctx *ctx, uint64_t from,
 					struct srsv_bgroup_info *out,
 					size_t size)
 {
-	struct srsv__bgroups *bgs = bgs_of(ctx);
-	struct srsv_bgroup_info all;
-	size_t pos;
-	int ret = -ENOENT;
-
-	if (!bgs || !out || size < BG_INFO_MIN)
-		return -EINVAL;
-	srsv__lock(&bgs->lock);
-	/* First group with start >= from. */
-	pos = from ? upper_bound(bgs, from - 1) : 0;
-	if (pos < bgs->nr) {
-		fill_info(bgs->groups[pos], &all);
-		ret = 0;
-	}
-	srsv__unlock(&bgs->lock);
-	if (!ret)
-		SRSV__OUT_COPY(out, all, size, size);
-	return ret;
+	return query(ctx, from, true, out, size);
 }
 
 SRSV__EXPORT int srsv_bgroup_find_free(struct srsv_ctx *ctx,
