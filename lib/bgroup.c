@@ -82,6 +82,15 @@
  *   moving extents between chunks sees a read-only group it may take;
  *   a zoned engine gets a zone to empty and never sees it read-only).
  *
+ * Why fields and not a table of operations for the whole group: the
+ * counters, the buckets, the lists and the claim are the same code for
+ * both flavours once a chunk's zone fields are neutral, and a table with
+ * alloc, free, commit and info behind pointers would keep two
+ * implementations of each, the duplication this model removes.  What is
+ * left to the flavour is what belongs to the active list one layer up,
+ * one operation (filled) and one property (relocates); bgroup.c calls it
+ * through the pointer, so the layers stay a stack.
+ *
  * THE DIVISION OF LABOUR
  *
  * Only the engine knows its extents, so it reports them: which group an
