@@ -327,6 +327,58 @@ static inline void srsv__trace_zone_hint(int kind, int pool, uint64_t bytes,
 		srsv__tp_zone_hint(kind, pool, bytes, chosen, looked);
 }
 
+SRSV__TP_COLD void srsv__tp_block_group(int event, uint64_t start, int pool,
+					uint64_t length, uint64_t used,
+					uint64_t zone_unusable)
+{
+#define SRSV__TP_BG(name) \
+	lttng_ust_do_tracepoint(spacersv, name, start, pool, length, used, \
+				zone_unusable)
+	switch (event) {
+	case SRSV__TRACE_BG_ADD_UNUSED: SRSV__TP_BG(add_unused_block_group); break;
+	case SRSV__TRACE_BG_ADD_RECLAIM: SRSV__TP_BG(add_reclaim_block_group); break;
+	case SRSV__TRACE_BG_RECLAIM: SRSV__TP_BG(reclaim_block_group); break;
+	case SRSV__TRACE_BG_SKIP_UNUSED: SRSV__TP_BG(skip_unused_block_group); break;
+	default: SRSV__TP_BG(remove_block_group); break;
+	}
+#undef SRSV__TP_BG
+}
+
+/* One load and a branch per event when no session records it. */
+static inline void srsv__trace_block_group(int event, uint64_t start,
+					   int pool, uint64_t length,
+					   uint64_t used,
+					   uint64_t zone_unusable)
+{
+	bool on;
+
+	switch (event) {
+	case SRSV__TRACE_BG_ADD_UNUSED:
+		on = lttng_ust_tracepoint_enabled(spacersv,
+						  add_unused_block_group);
+		break;
+	case SRSV__TRACE_BG_ADD_RECLAIM:
+		on = lttng_ust_tracepoint_enabled(spacersv,
+						  add_reclaim_block_group);
+		break;
+	case SRSV__TRACE_BG_RECLAIM:
+		on = lttng_ust_tracepoint_enabled(spacersv,
+						  reclaim_block_group);
+		break;
+	case SRSV__TRACE_BG_SKIP_UNUSED:
+		on = lttng_ust_tracepoint_enabled(spacersv,
+						  skip_unused_block_group);
+		break;
+	default:
+		on = lttng_ust_tracepoint_enabled(spacersv,
+						  remove_block_group);
+		break;
+	}
+	if (on)
+		srsv__tp_block_group(event, start, pool, length, used,
+				     zone_unusable);
+}
+
 #undef SRSV__TP_COLD
 
 #endif /* SRSV_TRACE_LTTNG_H */

@@ -92,6 +92,15 @@ static inline void srsv__dump_fill(const struct srsv_space *s,
 	d->ordered = srsv__ld(&ctx->ordered_bytes);
 }
 
+/* Block-group events, btrfs's names without the prefix. */
+enum srsv__bg_event {
+	SRSV__TRACE_BG_ADD_UNUSED = 0,	/* add_unused_block_group */
+	SRSV__TRACE_BG_ADD_RECLAIM,	/* add_reclaim_block_group */
+	SRSV__TRACE_BG_RECLAIM,		/* reclaim_block_group */
+	SRSV__TRACE_BG_SKIP_UNUSED,	/* skip_unused_block_group */
+	SRSV__TRACE_BG_REMOVE		/* remove_block_group */
+};
+
 #if SRSV_TRACING
 /* The provider package's file name (lib/trace.c, lib/meson.build). */
 #define SRSV__TP_SONAME "libspacersv-tp.so.0"
@@ -195,6 +204,15 @@ static inline void srsv__trace_zone_hint(int kind, int pool, uint64_t bytes,
 					 uint64_t chosen, unsigned looked)
 {
 	(void)kind; (void)pool; (void)bytes; (void)chosen; (void)looked;
+}
+
+static inline void srsv__trace_block_group(int event, uint64_t start,
+					   int pool, uint64_t length,
+					   uint64_t used,
+					   uint64_t zone_unusable)
+{
+	(void)event; (void)start; (void)pool; (void)length; (void)used;
+	(void)zone_unusable;
 }
 
 #endif /* SRSV_TRACING */

@@ -2526,7 +2526,17 @@ static void mark_candidate(struct model *m, struct model_bgroup *g)
 {
 	if (!g->candidate) {
 		g->candidate = true;
+		g->candidate_seq = ++m->bg_seq;
 		m->bgst.marked++;
+	}
+}
+
+/* Onto the unused list (btrfs_mark_bg_unused()), at its tail. */
+static void mark_unused(struct model *m, struct model_bgroup *g)
+{
+	if (!g->unused) {
+		g->unused = true;
+		g->unused_seq = ++m->bg_seq;
 	}
 }
 
@@ -2699,7 +2709,7 @@ int model_bgroup_free(struct model *m, int pool, uint64_t bytenr,
 			m->bg_ready[pool] = true;
 	}
 	if (!g->used)
-		g->unused = true;
+		mark_unused(m, g);
 	else if (!m->bgcfg.periodic_reclaim && !g->readonly &&
 		 should_reclaim(m, g, bytes))
 		mark_candidate(m, g);
@@ -2780,15 +2790,26 @@ int model_ctx_commit_done(struct model *m, uint64_t transid)
 			g->ro_bytes += freed;
 		}
 	}
-	for (unsigned i = 0; i < m->nr_bgs;) {
-		const struct model_bgroup *g = &m->bgs[i];
+	/* The unused groups in the order they became so (the library's
+	 * unused list); a group kept stays for the next commit. */
+	for (uint64_t after = 0;;) {
+		int gi = -1;
 
-		if (g->unused && !g->used && !bg_pinned(g) && !g->taken &&
-		    pool_groups(m, g->pool) > 1 && !give_back(m, i)) {
-			returned++;
-			continue;
+		for (unsigned i = 0; i < m->nr_bgs; i++) {
+			const struct model_bgroup *g = &m->bgs[i];
+
+			if (g->unused && g->unused_seq > after &&
+			    (gi < 0 || g->unused_seq < m->bgs[gi].unused_seq))
+				gi = (int)i;
 		}
-		i++;
+		if (gi < 0)
+			break;
+		after = m->bgs[gi].unused_seq;
+		if (!m->bgs[gi].used && !bg_pinned(&m->bgs[gi]) &&
+		    !m->bgs[gi].taken &&
+		    pool_groups(m, m->bgs[gi].pool) > 1 &&
+		    !give_back(m, (unsigned)gi))
+			returned++;
 	}
 	if (m->bgcfg.periodic_reclaim) {
 		for (int k = 0; k < SRSV_POOL_COUNT; k++) {
@@ -2898,13 +2919,23 @@ int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 				g->candidate = false;
 				continue;
 			}
-			/* The least used first; the lowest address on ties. */
-			if (!best || g->used < best->used)
+			/* The least used first; queue order on ties. */
+			if (!best || g->used < best->used ||
+			    (g->used == best->used &&
+			     g->candidate_seq < best->candidate_seq))
 				best = g;
 		}
 		if (!best)
 			return -ENOENT;
 		best->candidate = false;
+		/* btrfs_reclaim_block_group(): pinned bytes, not now; emptied
+		 * since it was marked, the unused list returns it. */
+		if (bg_pinned(best))
+			continue;
+		if (!best->used) {
+			mark_unused(m, best);
+			continue;
+		}
 		p = &m->pools[best->pool];
 		room = bg_room(best);
 		/* Its free bytes become read-only; if reservations hold
@@ -2931,7 +2962,7 @@ static void reclaim_end(struct model *m, struct model_bgroup *g, int result)
 	m->bg_taken--;
 	if (!result) {
 		/* Relocated: read-only until the commit returns it. */
-		g->unused = true;
+		mark_unused(m, g);
 		m->bgst.reclaimed++;
 		return;
 	}

@@ -323,6 +323,38 @@ def check_zoned(events, sc):
           % (g1, sc['wasted'], [(e['start'], e['wasted']) for e in fin]))
 
 
+def check_bgroup(events, sc):
+    a, b, c = sc['a'], sc['b'], sc['c']
+    print('# bgroup: chunks %#x %#x %#x' % (a, b, c))
+
+    def starts(name):
+        return [e['start'] for e in events
+                if e['name'] == name and e['start'] in (a, b, c)]
+    check(starts('add_reclaim_block_group') == [a],
+          'bgroup: add_reclaim_block_group for A only (%s)'
+          % starts('add_reclaim_block_group'))
+    rec = [e for e in events if e['name'] == 'reclaim_block_group'
+           and e['start'] == a]
+    check(len(rec) == 1 and rec[0]['used'] == sc['moved']
+          and rec[0]['pool'] == 'data' and rec[0]['length'] == 1 << 30,
+          'bgroup: reclaim_block_group(A) with %d bytes to move (%s)'
+          % (sc['moved'], rec))
+    check(starts('add_unused_block_group') == [a, b, c],
+          'bgroup: add_unused_block_group for A, B, C in order (%s)'
+          % starts('add_unused_block_group'))
+    check(starts('skip_unused_block_group') == [c],
+          'bgroup: skip_unused_block_group for C (pinned) (%s)'
+          % starts('skip_unused_block_group'))
+    check(starts('remove_block_group') == [a, b],
+          'bgroup: remove_block_group for A and B (%s)'
+          % starts('remove_block_group'))
+    order = [e['name'] for e in events if e['name'].endswith('block_group')
+             and e.get('start') == a]
+    check(order == ['add_reclaim_block_group', 'reclaim_block_group',
+                    'add_unused_block_group', 'remove_block_group'],
+          'bgroup: A\'s events in the order of its life (%s)' % order)
+
+
 def check_report_tool(report_path, mod, events, trace):
     print('# tools/srsv-report.py')
     rep = mod.analyse(events)
@@ -436,6 +468,9 @@ def main():
         check_fail_all(events, S['fail_all'], P['fail_all'])
     if 'rsv' in S:
         check_rsv(events, S['rsv'])
+    check('bgroup' in S, 'scenario bgroup ran')
+    if 'bgroup' in S:
+        check_bgroup(events, S['bgroup'])
     if 'quota' in S:
         check_quota(events, S['quota'])
     else:

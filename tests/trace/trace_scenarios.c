@@ -382,6 +382,47 @@ static void scenario_quota(void)
 }
 #endif
 
+/*
+ * bgroup: three 1 GiB data chunks.  A falls below the 50% threshold
+ * (add_reclaim_block_group), is taken (reclaim_block_group, 400 MiB to
+ * move), relocated in transaction 1 and done (add_unused_block_group); B
+ * is emptied at once, C in transaction 2 (add_unused_block_group each).
+ * The commit of 1 returns A and B (remove_block_group) and keeps C, whose
+ * freed bytes are still pinned (skip_unused_block_group).
+ */
+static void scenario_bgroup(void)
+{
+	static struct engine e;
+	const uint64_t a = 100 * GIB, b = 101 * GIB, c = 102 * GIB;
+	struct srsv_bgroup_config bc;
+	struct srsv_bgroup_info t;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+
+	CHECK_RC(srsv_bgroup_config_init(&bc), 0);
+	bc.dynamic_reclaim = false;
+	bc.periodic_reclaim = false;
+	bc.reclaim_threshold_pct = 50;
+	CHECK_RC(srsv_bgroups_init(ctx, &bc), 0);
+	CHECK_RC(srsv_ctx_set_unallocated(ctx, 4 * GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, a, GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, b, GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, c, GIB), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, a, 600 * MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, a, 200 * MIB, 0), 0);
+	CHECK_RC(srsv_bgroup_reclaim_take(ctx, &t), 0);
+	CHECK(t.start == a);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, a, 400 * MIB, 1), 0);
+	CHECK_RC(srsv_bgroup_reclaim_done(ctx, a, 0), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, b, MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, b, MIB, 0), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, c, MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, c, MIB, 2), 0);
+	CHECK_RC(srsv_ctx_commit_done(ctx, 1), 2);
+	printf("SCENARIO bgroup ctx=%#" PRIxPTR " a=%#" PRIx64 " b=%#" PRIx64
+	       " c=%#" PRIx64 " moved=%" PRIu64 "\n", (uintptr_t)ctx, a, b, c,
+	       400 * MIB);
+}
+
 #if SRSV_TEST_HAVE_ZONED
 /*
  * zoned: two active 256 MiB data zone groups, the first with 1 MiB of room
@@ -428,6 +469,7 @@ int main(void)
 	scenario_preempt();
 	scenario_fail_all();
 	scenario_rsv();
+	scenario_bgroup();
 #if SRSV_TEST_HAVE_QUOTA
 	scenario_quota();
 #endif
