@@ -78,18 +78,22 @@ def module_of(name):
     return name
 
 
-def nm_symbols(obj, defined):
-    args = ["nm", "--defined-only", "-g", obj] if defined else ["nm", "-u", obj]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    syms = set()
+def nm_all(objs):
+    """{file: (defined, undefined)} from one nm run over every object."""
+    paths = {o: f for f, o in objs.items()}
+    out = subprocess.run(["nm", "-A", "-g"] + sorted(paths), check=True,
+                         capture_output=True, text=True).stdout
+    syms = {f: (set(), set()) for f in objs}
     for line in out.splitlines():
-        parts = line.split()
-        if not parts:
+        path, _, rest = line.partition(":")
+        parts = rest.split()
+        f = paths.get(path)
+        if f is None or not parts:
             continue
-        if defined and len(parts) >= 3 and parts[1] in "TDBRCVW":
-            syms.add(parts[2])
-        elif not defined:
-            syms.add(parts[-1])
+        if len(parts) >= 3 and parts[1] in "TDBRCVW":
+            syms[f][0].add(parts[2])
+        elif parts[0] == "U":
+            syms[f][1].add(parts[1])
     return syms
 
 
@@ -169,15 +173,15 @@ def main():
 
     # Calls, from the objects.
     objs = find_objects(a.build)
-    defined = {f: nm_symbols(o, True) for f, o in objs.items()}
+    syms = nm_all(objs)
     owner = {}
-    for f, syms in defined.items():
-        for s in syms:
+    for f, (defined, _u) in syms.items():
+        for s in defined:
             owner.setdefault(s, f)
     edges, upward = {}, 0
     pairs = set()
-    for f, o in sorted(objs.items()):
-        for sym in sorted(nm_symbols(o, False)):
+    for f in sorted(objs):
+        for sym in sorted(syms[f][1]):
             g = owner.get(sym)
             if not g or g == f:
                 continue
