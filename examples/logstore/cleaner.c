@@ -174,6 +174,26 @@ int ls__cleaner_refill(struct logstore *ls)
 }
 
 /*
+ * A delete on a full device: its tombstone's bytes from the standing
+ * reservation (the caller then holds them as may_use, as if reserved).
+ * Tombstones are tiny; the cleaner gets them back at its next refill.
+ */
+int ls__cleaner_lend(struct logstore *ls, uint64_t bytes)
+{
+	uint64_t held;
+	int ret = -ENOSPC;
+
+	pthread_mutex_lock(&ls->clean_lock);
+	held = atomic_load(&ls->reserve_held);
+	if (held >= bytes) {
+		atomic_store(&ls->reserve_held, held - bytes);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&ls->clean_lock);
+	return ret;
+}
+
+/*
  * A writer's DATA reservation, started with the gate read-held and
  * waited for without it (see "THE HEADROOM").  FLUSH_DATA: a normal
  * ticket, served by the library's async data walk, which calls the

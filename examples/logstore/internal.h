@@ -256,6 +256,7 @@ int ls__index_reclaim(struct logstore *ls, struct ls_segment *seg,
 
 /* cleaner.c */
 int ls__reserve_data(struct logstore *ls, uint64_t bytes, bool nowait);
+int ls__cleaner_lend(struct logstore *ls, uint64_t bytes);
 int64_t ls__clean(struct logstore *ls, uint64_t bytes, unsigned max_segments,
 		  bool desperate, bool background);
 int ls__cleaner_refill(struct logstore *ls);

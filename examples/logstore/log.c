@@ -524,7 +524,8 @@ static int open_segments(struct logstore *ls, struct scan *sc)
 	closedir(d);
 	if (ret)
 		return ret;
-	qsort(sc->segs, sc->nr, sizeof(*sc->segs), cmp_seg_id);
+	if (sc->nr)
+		qsort(sc->segs, sc->nr, sizeof(*sc->segs), cmp_seg_id);
 	return 0;
 }
 
@@ -709,8 +710,9 @@ int ls_verify(struct logstore *ls, struct ls_verify_report *rep)
 
 	memset(rep, 0, sizeof(*rep));
 	memset(&sc, 0, sizeof(sc));
-	if (ls__index_init(&disk, ls->index.nr))
-		return -ENOMEM;
+	memset(&disk, 0, sizeof(disk));
+	/* The clean lock keeps cleaning passes (the library's, the
+	 * background cleaner's) out while we look. */
 	pthread_mutex_lock(&ls->clean_lock);
 	pthread_mutex_lock(&ls->log_lock);
 	pthread_mutex_lock(&ls->index_lock);
@@ -719,7 +721,8 @@ int ls_verify(struct logstore *ls, struct ls_verify_report *rep)
 	sc.segs = calloc(sc.nr ? sc.nr : 1, sizeof(*sc.segs));
 	sc.dead = calloc(sc.nr ? sc.nr : 1, sizeof(*sc.dead));
 	sc.buf = malloc(LS_SEGMENT_BYTES);
-	ret = sc.segs && sc.dead && sc.buf ? 0 : -ENOMEM;
+	ret = sc.segs && sc.dead && sc.buf &&
+	      !ls__index_init(&disk, ls->index.nr) ? 0 : -ENOMEM;
 	if (!ret) {
 		size_t i = 0;
 

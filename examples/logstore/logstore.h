@@ -12,8 +12,8 @@
  * flush states and quotas for other engines.
  *
  * Every call returns 0 or a negative errno.  Every call is thread-safe
- * except ls_open(), ls_close() and ls_verify() (which want the store to
- * themselves: no other call may run on the store meanwhile).
+ * except ls_open(), ls_close() and ls_verify(), which want the store to
+ * themselves: no other call may run on it meanwhile.
  */
 #ifndef LOGSTORE_H
 #define LOGSTORE_H
@@ -188,8 +188,8 @@ int ls_sync(struct logstore *ls);
  * checksums), rebuild the index as a restart would and compare it with
  * the live one, read back every live value, and check that the pools'
  * and quotas' counters equal what the engine holds, to the byte.  0, or
- * -EUCLEAN with @rep->error saying what differed.  The store must be
- * quiet (no other call running). */
+ * -EUCLEAN with @rep->error saying what differed.  No put, delete or get
+ * may run meanwhile (cleaning passes wait for it). */
 int ls_verify(struct logstore *ls, struct ls_verify_report *rep);
 
 int ls_stats(struct logstore *ls, struct ls_stats *st);

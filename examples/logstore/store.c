@@ -65,7 +65,10 @@
  * tenant's live bytes, so a tenant at its limit gets -EDQUOT at once, and
  * an overwrite at the limit too (the new copy is reserved before the old
  * one dies, as a btrfs COW overwrite is).  Tombstones are not charged: a
- * tenant at its limit must be able to delete.
+ * tenant at its limit must be able to delete.  So must a full device: a
+ * delete that finds no room borrows its tombstone's bytes from the
+ * cleaner's headroom (cleaner.c), as btrfs's unlink steals from its
+ * global reserve.
  *
  * NOWAIT
  *
@@ -323,6 +326,12 @@ static int write_record(struct logstore *ls, unsigned tenant, enum ls_kind kind,
 	ret = charged ? srsv_quota_reserve(q, SRSV_QUOTA_DATA, len, rflags) : 0;
 	if (!ret) {
 		ret = ls__reserve_data(ls, len, nowait);
+		/* A full device must still take deletes: they are what
+		 * makes room.  A tombstone borrows from the cleaner's
+		 * headroom, as an unlink steals from btrfs's global
+		 * reserve (data pools have none in this library). */
+		if (ret == -ENOSPC && kind == LS_KIND_DELETE)
+			ret = ls__cleaner_lend(ls, len);
 		if (!ret) {
 			ret = srsv_space_reserve(ls->meta, meta, SRSV_FLUSH_ALL,
 						 rflags);
