@@ -456,9 +456,8 @@ static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 }
 
 /*
- * Clean until @bytes came back (entirely dead segments are taken
- * whatever the count: they cost an unlink) or @max_segments were
- * cleaned.  The bytes given back, or a negative errno if none came back
+ * Clean until @bytes came back (entirely dead segments are taken even
+ * past @bytes: they cost an unlink) or @max_segments were cleaned.  The bytes given back, or a negative errno if none came back
  * because of an error (-ENOSPC: no headroom for the copies).
  */
 int64_t ls__clean(struct logstore *ls, uint64_t bytes, unsigned max_segments,

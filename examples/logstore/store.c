@@ -74,10 +74,10 @@
  *
  * ls_put(..., LS_NOWAIT) makes every reservation with
  * SRSV_RESERVE_NOWAIT, only try-locks the log lock (held across the
- * pwrite) and does not create a segment file; any of those is -EAGAIN,
- * and the caller retries from a thread that may block.  It takes the
- * index lock and the library's pool locks, which nobody holds across I/O
- * or a wait.
+ * pwrite) and the writers' gate (cleaner.c), and does not create a
+ * segment file; any of those is -EAGAIN, and the caller retries from a
+ * thread that may block.  It takes the index lock and the library's pool
+ * locks, which nobody holds across I/O or a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
