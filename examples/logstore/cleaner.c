@@ -38,7 +38,9 @@
  * one cleaning, so they are colder than new puts, and LFS and RAMCloud
  * keep the two apart so that segments die whole.  Each copy moves its
  * index entry (the original dies, index.c), unless a writer replaced the
- * key meanwhile (then the copy is dead at once).  Then commit: fdatasync
+ * key meanwhile (then the copy is dead at once).  A live tombstone whose
+ * older records are all in the same segment is not copied: it dies with
+ * them.  Then commit: fdatasync
  * the copies and every segment written since the last commit (a key's
  * newest record must be durable before its older one may go), count the
  * segment's records out of the index, delete the file, make the deletion
@@ -380,6 +382,32 @@ static int read_records(struct logstore *ls, struct ls_segment *seg,
 	return 0;
 }
 
+/*
+ * Must this record move?  A live value must.  A live tombstone must too,
+ * unless every older record of its key is in this segment: then it dies
+ * with them when the segment goes (index.c), and a copy would only be a
+ * ghost waiting for the next cleaning.  Records only die meanwhile, and a
+ * tombstone's older records only go, so a "no" stays right.
+ */
+static bool must_move(struct logstore *ls, const struct ls_rec *r, size_t nr)
+{
+	uint32_t older = 0, here = 0;
+
+	if (ls__index_liveness(ls, r, &older) != LS_LIVE)
+		return false;
+	if (!r->tombstone)
+		return true;
+	for (size_t i = 0; i < nr; i++) {
+		const struct ls_rec *o = &ls->clean_recs[i];
+
+		if (o != r && o->hash == r->hash && o->tenant == r->tenant &&
+		    o->key_len == r->key_len &&
+		    !memcmp(o->key, r->key, r->key_len))
+			here++;
+	}
+	return here != older;
+}
+
 static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 			 uint64_t *freed)
 {
@@ -391,7 +419,7 @@ static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 
 	ret = read_records(ls, seg, &nr);
 	for (size_t i = 0; !ret && i < nr; i++)
-		if (ls__index_liveness(ls, &ls->clean_recs[i]) == LS_LIVE)
+		if (must_move(ls, &ls->clean_recs[i], nr))
 			live += ls->clean_recs[i].len;
 	/* Room for every copy before the first: records only die
 	 * meanwhile, so this is enough, and what they leave goes back. */
@@ -405,7 +433,7 @@ static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 	for (size_t i = 0; !ret && i < nr; i++) {
 		const struct ls_rec *r = &ls->clean_recs[i];
 
-		if (ls__index_liveness(ls, r) != LS_LIVE)
+		if (!must_move(ls, r, nr))
 			continue;
 		if (budget < r->len)		/* cannot happen */
 			ret = LS_CHECK(ls, -EUCLEAN);

@@ -363,7 +363,10 @@ void ls__index_install(struct logstore *ls, const struct ls_rec *r,
 
 /* ---- the cleaner ---- */
 
-enum ls_liveness ls__index_liveness(struct logstore *ls, const struct ls_rec *r)
+/* Is @r the record its key's entry points at (live, or a ghost), or dead?
+ * @older, if not NULL, gets the key's count of older records. */
+enum ls_liveness ls__index_liveness(struct logstore *ls, const struct ls_rec *r,
+				    uint32_t *older)
 {
 	enum ls_liveness l = LS_DEAD;
 	struct ls_entry *e;
@@ -374,6 +377,8 @@ enum ls_liveness ls__index_liveness(struct logstore *ls, const struct ls_rec *r)
 		LS_CHECK(ls, -ENOENT);	/* a record without an entry */
 	else if (e->seg == r->seg && e->off == r->off)
 		l = entry_live(e) ? LS_LIVE : LS_GHOST;
+	if (e && older)
+		*older = e->older;
 	pthread_mutex_unlock(&ls->index_lock);
 	return l;
 }

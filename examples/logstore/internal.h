@@ -248,7 +248,7 @@ void ls__index_install(struct logstore *ls, const struct ls_rec *r,
 /* The cleaner. */
 enum ls_liveness { LS_DEAD = 0, LS_LIVE, LS_GHOST };
 enum ls_liveness ls__index_liveness(struct logstore *ls,
-				    const struct ls_rec *r);
+				    const struct ls_rec *r, uint32_t *older);
 bool ls__index_move(struct logstore *ls, const struct ls_rec *from,
 		    struct ls_segment *to, uint32_t to_off);
 int ls__index_reclaim(struct logstore *ls, struct ls_segment *seg,

@@ -492,6 +492,41 @@ START_TEST(test_tombstone_lifecycle)
 }
 END_TEST
 
+/* A tombstone whose value is in its own segment goes with it: cleaning
+ * that segment copies neither. */
+START_TEST(test_tombstone_same_segment)
+{
+	struct ls_options o = opts(16 * MiB, true);
+	struct logstore *ls = open_store(&o);
+	struct ls_stats st;
+	unsigned version;
+
+	ck_assert_int_eq(put(ls, 0, 7, 1, 0), 0);
+	ck_assert_int_eq(del(ls, 0, 7), 0);
+	/* 254 more fill the segment (the tombstone took 48 bytes of it);
+	 * the last one starts the next. */
+	for (unsigned k = 100; k < 100 + 255; k++)
+		ck_assert_int_eq(put(ls, 0, k, 1, 0), 0);
+	ck_assert_uint_eq(stats(ls).tombstones, 1);
+	ck_assert_uint_eq(stats(ls).segments, 2);
+	ck_assert_int_eq(ls_clean(ls, UINT64_MAX, 1),
+			 REC + ls_record_bytes(KEY_LEN, 0) + 254 * REC);
+	st = stats(ls);
+	/* 254 values moved; neither the value of key 7 nor its tombstone. */
+	ck_assert_uint_eq(st.moved_bytes, 254 * REC);
+	ck_assert_uint_eq(st.tombstones, 0);
+	ck_assert_uint_eq(st.entries, 255);
+	ck_assert_uint_eq(st.dead_bytes, 0);
+	ck_assert_int_eq(get(ls, 0, 7, &version), -ENOENT);
+	verify_ok(ls);
+	ck_assert_int_eq(ls_close(ls), 0);
+	ls = open_store(&o);
+	ck_assert_int_eq(get(ls, 0, 7, &version), -ENOENT);
+	verify_ok(ls);
+	ck_assert_int_eq(ls_close(ls), 0);
+}
+END_TEST
+
 /* ---- restart ---- */
 
 struct image {
@@ -908,6 +943,7 @@ static Suite *logstore_suite(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_clean_reclaims_dead_space);
 	tcase_add_test(tc, test_tombstone_lifecycle);
+	tcase_add_test(tc, test_tombstone_same_segment);
 	tcase_add_test(tc, test_restart);
 	tcase_add_test(tc, test_restart_torn_tail);
 	tcase_add_test(tc, test_open_over_capacity);
