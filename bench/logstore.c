@@ -80,7 +80,8 @@
  * to the device's, each put must lose (1/device - 1/offered) x its size
  * on average, so no policy's p99 can be under it at the device's rate.
  * A CSV timeline of the median run (100 ms windows: puts, free bytes,
- * dead bytes, cleaner bytes, the writers' stall) goes to --csv-dir for
+ * dead bytes, cleaner bytes, the writers' stall, each window's actual
+ * length) goes to --csv-dir for
  * tools/plot_logstore.py.  Every run ends with the store's verify pass
  * (the pools equal what the engine holds, to the byte); a run that fails
  * it makes the bench exit 1.
@@ -240,7 +241,9 @@ struct writer {
 };
 
 struct window {
-	double t_ms;
+	double t_ms;			/* its end, from the run's start */
+	double dt_ms;			/* its length (a late wake-up
+					 * lengthens it) */
 	uint64_t puts;			/* in the window */
 	uint64_t free_bytes, dead_bytes;
 	uint64_t cleaner_bytes;		/* copied in the window */
@@ -391,6 +394,7 @@ static void *sampler_main(void *arg)
 	stall0 = stall_ns(r, st.reserve_ns);
 	while (!atomic_load(&r->stop) && r->nr_win < r->max_win) {
 		struct window *w = &r->win[r->nr_win];
+		double prev = r->nr_win ? w[-1].t_ms : 0;
 		uint64_t stall;
 
 		next += (uint64_t)r->p->window_ms * NSEC_PER_MSEC;
@@ -399,6 +403,7 @@ static void *sampler_main(void *arg)
 			break;
 		stall = stall_ns(r, st.reserve_ns);
 		w->t_ms = (double)(now_ns() - start) / NSEC_PER_MSEC;
+		w->dt_ms = w->t_ms - prev;
 		w->puts = st.puts - puts0;
 		w->cleaner_bytes = st.moved_bytes - moved0;
 		w->stall_ns = stall - stall0;
@@ -468,10 +473,11 @@ static int load_working_set(struct run *r)
 	return ret;
 }
 
-/* The sawtooth: each window's puts against the median window's, over the
- * saturated phase: from the first window in which the writers had used
- * half the free space the run started with (from then on, what the
- * policy reclaims sets the pace); the last window is cut short. */
+/* The sawtooth: each window's put rate against the median window's, over
+ * the saturated phase: from the first window in which the writers had
+ * used half the free space the run started with (from then on, what the
+ * policy reclaims sets the pace); the last window is cut short.  Rates,
+ * not counts: a sampler that wakes late makes a longer window. */
 static void sawtooth(const struct run *r, uint64_t free0, struct result *res)
 {
 	size_t first = r->nr_win, n;
@@ -491,12 +497,11 @@ static void sawtooth(const struct run *r, uint64_t free0, struct result *res)
 	if (!v)
 		return;
 	for (size_t i = 0; i < n; i++)
-		v[i] = (double)r->win[first + i].puts;
-	res->saw_median = median_d(v, (unsigned)n);
+		v[i] = (double)r->win[first + i].puts / r->win[first + i].dt_ms;
 	res->saw_min = INFINITY;
 	for (size_t i = 0; i < n; i++)
-		if ((double)r->win[first + i].puts < res->saw_min)
-			res->saw_min = (double)r->win[first + i].puts;
+		res->saw_min = fmin(res->saw_min, v[i]);
+	res->saw_median = median_d(v, (unsigned)n);
 	res->saw_min = res->saw_median ? res->saw_min / res->saw_median : NAN;
 	res->saw_windows = (unsigned)n;
 	free(v);
@@ -508,14 +513,14 @@ static int write_csv(const struct run *r, const char *path)
 
 	if (!f)
 		return -errno;
-	fprintf(f, "t_ms,puts,puts_per_s,free_bytes,dead_bytes,cleaner_bytes,"
-		   "stall_ms\n");
+	fprintf(f, "t_ms,dt_ms,puts,puts_per_s,free_bytes,dead_bytes,"
+		   "cleaner_bytes,stall_ms\n");
 	for (size_t i = 0; i < r->nr_win; i++) {
 		const struct window *w = &r->win[i];
 
-		fprintf(f, "%.1f,%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			",%.3f\n", w->t_ms, w->puts,
-			(double)w->puts * 1000.0 / r->p->window_ms, w->free_bytes,
+		fprintf(f, "%.1f,%.1f,%" PRIu64 ",%.0f,%" PRIu64 ",%" PRIu64 ",%"
+			PRIu64 ",%.3f\n", w->t_ms, w->dt_ms, w->puts,
+			(double)w->puts * 1000.0 / w->dt_ms, w->free_bytes,
 			w->dead_bytes, w->cleaner_bytes,
 			(double)w->stall_ns / NSEC_PER_MSEC);
 	}

@@ -3,8 +3,9 @@
 """Plot the timelines of bench_logstore (cleaning policies of a log store).
 
 bench_logstore --csv-dir DIR writes DIR/logstore-<workload>-<policy>.csv,
-one row per window (100 ms): t_ms, puts, puts_per_s, free_bytes,
-dead_bytes, cleaner_bytes, stall_ms.  This script draws one column per
+one row per window (100 ms): t_ms (its end), dt_ms (its length: a late
+sampler makes it longer), puts, puts_per_s, free_bytes, dead_bytes,
+cleaner_bytes, stall_ms.  This script draws one column per
 workload and one panel per policy: the device bandwidth the writers' puts
 and the cleaner's copies took (MiB/s, stacked), the pool's free and dead
 bytes (MiB, right axis), and the windows in which writers stalled (their
@@ -76,14 +77,15 @@ def import_matplotlib():
 def draw(ax, d, title, writers, record_bytes, ymax, mmax):
     """One policy's panel; returns the legend's handles and labels."""
     t = d["t_ms"]
-    win = (t[1] - t[0]) if len(t) > 1 else 100.0
-    puts_mib = [p * record_bytes / MIB * 1000.0 / win for p in d["puts"]]
-    clean_mib = [c / MIB * 1000.0 / win for c in d["cleaner_bytes"]]
+    dt = d["dt_ms"]
+    puts_mib = [p * record_bytes / MIB * 1000.0 / w
+                for p, w in zip(d["puts"], dt)]
+    clean_mib = [c / MIB * 1000.0 / w for c, w in zip(d["cleaner_bytes"], dt)]
     # Shade each window by the share of writer time that stalled.
     for i, ms in enumerate(d["stall_ms"]):
-        share = min(1.0, ms / (writers * win))
+        share = min(1.0, ms / (writers * dt[i]))
         if share > 0.01:
-            ax.axvspan(t[i] - win, t[i], color="tab:red",
+            ax.axvspan(t[i] - dt[i], t[i], color="tab:red",
                        alpha=0.35 * share, lw=0)
     ax.stackplot(t, puts_mib, clean_mib,
                  colors=("tab:green", "tab:olive"), alpha=0.7,
@@ -132,10 +134,9 @@ def main():
                     data[(w, p)] = cols
     if not data:
         sys.exit(f"plot_logstore: no logstore-*.csv in {args.csv_dir}")
-    win = 100.0
     ymax = 1.1 * max(
-        max((pu * args.record_bytes + c) / MIB * 1000.0 / win
-            for pu, c in zip(d["puts"], d["cleaner_bytes"]))
+        max((pu * args.record_bytes + c) / MIB * 1000.0 / w
+            for pu, c, w in zip(d["puts"], d["cleaner_bytes"], d["dt_ms"]))
         for d in data.values())
     mmax = 1.1 * max(max(max(d["free_bytes"]), max(d["dead_bytes"]))
                      for d in data.values()) / MIB
@@ -151,7 +152,7 @@ def main():
                 ax.set_visible(False)
                 continue
             d = data[(w, p)]
-            secs = len(d["t_ms"]) * win / 1000.0
+            secs = sum(d["dt_ms"]) / 1000.0
             title = (f"{w}: {LABELS.get(p, p)} "
                      f"({sum(d['puts']) / secs / 1000:.1f} k puts/s)")
             h, lab = draw(ax, d, title, args.writers, args.record_bytes,
