@@ -345,8 +345,18 @@ static int copy_forward(struct logstore *ls, const struct ls_rec *r)
 	return 0;
 }
 
-/* Read @seg's records into ls->clean_recs; their bytes stay in
- * ls->clean_buf. */
+/* qsort_r() comparator: two indexes into @recs, by key hash. */
+static int cmp_by_hash(const void *a, const void *b, void *recs)
+{
+	const struct ls_rec *r = recs;
+	uint64_t x = r[*(const uint32_t *)a].hash;
+	uint64_t y = r[*(const uint32_t *)b].hash;
+
+	return (x > y) - (x < y);
+}
+
+/* Read @seg's records into ls->clean_recs (and their order by key hash
+ * into ls->clean_order); their bytes stay in ls->clean_buf. */
 static int read_records(struct logstore *ls, struct ls_segment *seg,
 			size_t *nr)
 {
@@ -356,10 +366,15 @@ static int read_records(struct logstore *ls, struct ls_segment *seg,
 
 	if (ls->clean_recs_cap < max) {
 		struct ls_rec *n = realloc(ls->clean_recs, max * sizeof(*n));
+		uint32_t *o;
 
 		if (!n)
 			return -ENOMEM;
 		ls->clean_recs = n;
+		o = realloc(ls->clean_order, max * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		ls->clean_order = o;
 		ls->clean_recs_cap = max;
 	}
 	ret = ls__seg_read(seg, ls->clean_buf, size, 0);
@@ -376,9 +391,14 @@ static int read_records(struct logstore *ls, struct ls_segment *seg,
 		r->seg = seg;
 		r->off = (uint32_t)off;
 		r->hash = ls__key_hash(r->tenant, r->key, r->key_len);
+		ls->clean_order[*nr] = (uint32_t)*nr;
 		(*nr)++;
 		off += r->len;
 	}
+	/* By key hash, so that must_move() finds a key's records in
+	 * O(log n): a segment of small tombstones holds thousands. */
+	qsort_r(ls->clean_order, *nr, sizeof(*ls->clean_order), cmp_by_hash,
+		ls->clean_recs);
 	return 0;
 }
 
@@ -391,16 +411,28 @@ static int read_records(struct logstore *ls, struct ls_segment *seg,
  */
 static bool must_move(struct logstore *ls, const struct ls_rec *r, size_t nr)
 {
+	const uint32_t *order = ls->clean_order;
 	uint32_t older = 0, here = 0;
+	size_t lo = 0, hi = nr;
 
 	if (ls__index_liveness(ls, r, &older) != LS_LIVE)
 		return false;
 	if (!r->tombstone)
 		return true;
-	for (size_t i = 0; i < nr; i++) {
-		const struct ls_rec *o = &ls->clean_recs[i];
+	/* The records of its key in this segment: a run of equal hashes in
+	 * clean_order (read_records() sorted it). */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
 
-		if (o != r && o->hash == r->hash && o->tenant == r->tenant &&
+		if (ls->clean_recs[order[mid]].hash < r->hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < nr && ls->clean_recs[order[lo]].hash == r->hash; lo++) {
+		const struct ls_rec *o = &ls->clean_recs[order[lo]];
+
+		if (o != r && o->tenant == r->tenant &&
 		    o->key_len == r->key_len &&
 		    !memcmp(o->key, r->key, r->key_len))
 			here++;

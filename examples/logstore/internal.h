@@ -4,11 +4,12 @@
  *
  * Locks, in the order they nest (never the other way):
  *
- *   gate         (an rwlock) writers read-hold it only while they start
- *                a DATA reservation; the cleaner write-holds it only
- *                while it unpins a segment and refills its headroom
  *   clean_lock   one cleaning step at a time; the cleaner's output
  *                segment and its reservation (cleaner.c)
+ *   gate         (an rwlock) writers read-hold it only while they start
+ *                a DATA reservation, holding nothing else; the cleaner
+ *                write-holds it only while it unpins a segment and
+ *                refills its headroom
  *   log_lock     the writers' head segment, the segment list, segment
  *                ids and sequence numbers (held across the append's
  *                pwrite: NOWAIT puts only try it)
@@ -163,6 +164,7 @@ struct logstore {
 					 * (written under clean_lock) */
 	unsigned char *clean_buf;	/* a segment's bytes (clean_lock) */
 	struct ls_rec *clean_recs;	/* its records (clean_lock) */
+	uint32_t *clean_order;		/* their indexes by key hash */
 	size_t clean_recs_cap;
 
 	pthread_mutex_t log_lock;

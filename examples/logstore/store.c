@@ -527,6 +527,7 @@ static void free_store(struct logstore *ls)
 	pthread_mutex_destroy(&ls->err_lock);
 	free(ls->clean_buf);
 	free(ls->clean_recs);
+	free(ls->clean_order);
 	free(ls->dir);
 	free(ls);
 }
