@@ -91,8 +91,8 @@ struct ls_options {
 	bool bg_cleaner;
 	unsigned bg_low_pct, bg_high_pct;
 	/* SRSV_CTX_MANUAL: the library starts no thread (deterministic
-	 * tests; a reservation that must wait then waits until another
-	 * thread calls srsv_ctx_run_pending()). */
+	 * tests): the reclaim a waiting reservation needs runs where
+	 * docs/api.md's manual mode says (srsv_ctx_run_pending()). */
 	bool manual;
 	/* No fdatasync() at all (on tmpfs it costs nothing anyway; the
 	 * bench models its device instead).  Crash safety is lost. */
