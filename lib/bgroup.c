@@ -1643,6 +1643,8 @@ SRSV__EXPORT int srsv_ctx_statfs_sized(struct srsv_ctx *ctx,
 		if (s->is_data) {
 			uint64_t busy = srsv__sat_add(srsv__sat_add(u, ro), zu);
 
+			/* The movers' reserve is not for writers. */
+			busy = srsv__sat_add(busy, s->mover_size);
 			free_data += total > busy ? total - busy : 0;
 			used_data += u;
 		} else {

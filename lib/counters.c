@@ -262,6 +262,20 @@ static bool fits(const struct srsv_space *s, uint64_t may_use,
 	return bytes < limit && used < limit - bytes;
 }
 
+uint64_t srsv__space_room(const struct srsv_space *s, int mode)
+{
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+	uint64_t used = srsv__sat_add(srsv__ld(&s->claimed),
+				      srsv__may_use_settled(s));
+	uint64_t room = total > used ? total - used : 0, limit;
+
+	if (mode == SRSV__CHARGE_NO_OVERCOMMIT || s->is_data)
+		return room;
+	/* fits(): used + bytes < limit with the overcommit allowance. */
+	limit = srsv__sat_add(total, srsv__available_free_space(s, mode));
+	return limit > used + 1 ? srsv__max(room, limit - used - 1) : room;
+}
+
 /*
  * After a successful compare-and-swap of may_use from @may_use: whether
  * the admission still fits "claimed" as it is now.  The swap proves the

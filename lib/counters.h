@@ -81,6 +81,10 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 /* A @mode for srsv__space_try_charge(): used without may_use <= total. */
 #define SRSV__CHARGE_EMERGENCY (-2)
 
+/* The most bytes a charge in @mode would admit now (the pool lock held:
+ * exact).  srsv_space_reserve_partial()'s measure. */
+uint64_t srsv__space_room(const struct srsv_space *s, int mode);
+
 /* calc_available_free_space(s, mode) */
 uint64_t srsv__available_free_space(const struct srsv_space *s, int mode);
 

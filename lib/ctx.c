@@ -61,7 +61,8 @@ static const enum srsv_flush_state default_evict[] = {
 };
 
 #define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
-		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | SRSV_CTX_MANUAL_WAIT)
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | SRSV_CTX_MANUAL_WAIT | \
+		     SRSV_CTX_NO_DATA_PREEMPT)
 
 /* The first layout of struct srsv_config: everything up to item_bytes. */
 #define CONFIG_MIN_SIZE offsetof(struct srsv_config, item_bytes)
@@ -155,7 +156,8 @@ static int load_config(struct srsv_config *cfg, const struct srsv_config *user)
 	if (!cfg->delalloc_max_extent_bytes)
 		cfg->delalloc_max_extent_bytes = defaults.delalloc_max_extent_bytes;
 	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		if (cfg->pool_bytes[i] > SRSV_MAX_BYTES)
+		if (cfg->pool_bytes[i] > SRSV_MAX_BYTES ||
+		    cfg->mover_reserve_bytes[i] > SRSV_MAX_BYTES)
 			return -EINVAL;
 		sum += cfg->pool_bytes[i];
 	}
@@ -168,6 +170,7 @@ static int load_config(struct srsv_config *cfg, const struct srsv_config *user)
 	    cfg->delalloc_extent_meta_bytes > SRSV_MAX_BYTES ||
 	    cfg->delalloc_max_extent_bytes > SRSV_MAX_BYTES ||
 	    cfg->cpu_cache_bytes > SZ_1G || cfg->pace_start_pct > 99 ||
+	    cfg->data_pace_start_pct > 99 ||
 	    cfg->pace_max_delay_ns > 1000000000ull || cfg->fixed_clamp > 8)
 		return -EINVAL;
 	if (!cfg->device_bytes)
@@ -262,8 +265,14 @@ static int create_pools(struct srsv_ctx *ctx)
 					     &ctx->spaces[kinds[i]]);
 
 		/* The counters call up to granting only through this. */
-		if (!ret)
-			ctx->spaces[kinds[i]]->undone = srsv__maybe_grant_nowait;
+		if (!ret) {
+			struct srsv_space *s = ctx->spaces[kinds[i]];
+
+			s->undone = srsv__maybe_grant_nowait;
+			s->data_preempt = s->is_data && !s->is_metadata &&
+				!(ctx->cfg.flags & SRSV_CTX_NO_DATA_PREEMPT);
+			s->mover_size = ctx->cfg.mover_reserve_bytes[kinds[i]];
+		}
 		if (!ret)
 			ret = srsv__pace_create(ctx->spaces[kinds[i]]);
 		if (!ret)
@@ -292,6 +301,26 @@ static int create_std_rsvs(struct srsv_ctx *ctx)
 		ctx->std_rsv_ready[types[i]] = true;
 	}
 	return 0;
+}
+
+/* Each pool's movers' reserve takes what fits of its size at creation;
+ * the rest comes as space comes back (tickets.c). */
+static void fill_mover_reserves(struct srsv_ctx *ctx)
+{
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+		uint64_t room;
+
+		if (!s || !s->mover_size)
+			continue;
+		srsv__lock(&s->lock);
+		room = srsv__min(s->mover_size,
+				 srsv__space_room(s, SRSV__CHARGE_NO_OVERCOMMIT));
+		if (room && srsv__space_try_charge(s, room,
+					SRSV__CHARGE_NO_OVERCOMMIT, NULL))
+			srsv__st(&s->mover_reserved, room);
+		srsv__unlock(&s->lock);
+	}
 }
 
 SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
@@ -336,6 +365,8 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 		ret = create_std_rsvs(ctx);
 	if (!ret && ctx->cfg.global_rsv_bytes)
 		ret = srsv_ctx_resize_global_rsv(ctx, ctx->cfg.global_rsv_bytes);
+	if (!ret)
+		fill_mover_reserves(ctx);
 	if (!ret)
 		ret = srsv__workers_start(ctx, jobs);
 	if (ret) {
@@ -518,6 +549,16 @@ SRSV__EXPORT int srsv_ctx_set_error(struct srsv_ctx *ctx, int error)
 		srsv__fail_all_tickets(s, error);
 		srsv__unlock(&s->lock);
 	}
+	return 0;
+}
+
+SRSV__EXPORT int srsv_ctx_clear_error(struct srsv_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (srsv__ld(&ctx->closing))
+		return -ESHUTDOWN;
+	srsv__st(&ctx->error, 0);
 	return 0;
 }
 

@@ -368,6 +368,12 @@ again:
 		srsv__lock(&s->lock);
 		if (srsv__list_empty(&s->tickets) || walk_interrupted(s)) {
 			s->flush = false;
+			/* Served: as the metadata walk, hand the pool to the
+			 * preemptive flusher, which builds the headroom the
+			 * tickets' bytes do not (it declines if not needed). */
+			if (s->data_preempt && srsv__list_empty(&s->tickets))
+				srsv__maybe_queue_data_preempt(s, 0,
+							       SRSV_FLUSH_DATA);
 			srsv__unlock(&s->lock);
 			return;
 		}
@@ -458,7 +464,10 @@ void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
 	unsigned rescues = 0;
 	int error;
 
-	if (t->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
+	/* FREE_SPACE_INODE, and a mover's FLUSH_DATA ticket (the only
+	 * FLUSH_DATA tickets that wait with the priority ones). */
+	if (t->mode == SRSV_FLUSH_FREE_SPACE_INODE ||
+	    t->mode == SRSV_FLUSH_DATA) {
 		priority_reclaim_data(s, t, deadline);
 		return;
 	}

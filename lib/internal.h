@@ -102,6 +102,7 @@ struct srsv_space {
 	int kind;			/* enum srsv_pool */
 	bool is_data;			/* DATA or MIXED: never overcommits */
 	bool is_metadata;		/* METADATA or MIXED: preempt, async md */
+	bool data_preempt;		/* a DATA pool flushed preemptively */
 	/* A lock-free charge was taken back (counters.c): serve the queue,
 	 * never blocking.  The tickets layer's, set by ctx.c. */
 	void (*undone)(struct srsv_space *s);
@@ -114,6 +115,14 @@ struct srsv_space {
 	volatile AO_t waiting;
 	/* Sum of queued tickets' bytes (under lock; read lock-free). */
 	volatile AO_t reclaim_size;
+	/* What the engine says it could free, per flush state, and their
+	 * sum (srsv_space_set_reclaimable(); lock-free). */
+	volatile AO_t reported[SRSV_STATE_COUNT];
+	volatile AO_t reported_sum;
+	/* The movers' reserve: its size (fixed) and the bytes of may_use it
+	 * holds (taken lock-free by movers, refilled under the lock). */
+	uint64_t mover_size;
+	volatile AO_t mover_reserved;
 	/* Preemptive clamp, 1..8 (under lock; read lock-free). */
 	volatile AO_t clamp;
 	volatile AO_t full;		/* cannot grow */
@@ -162,6 +171,9 @@ struct srsv_space {
 	uint64_t stat_granted, stat_failed;
 	uint64_t stat_async_runs, stat_preempt_runs;
 	uint64_t stat_unpinned;		/* monotonic: bytes unpinned */
+	volatile AO_t stat_freed;	/* monotonic: bytes that became free
+					 * (written under lock) */
+	uint64_t stat_error_failures;	/* failed with the ctx's error */
 	uint64_t stat_queued;		/* monotonic: tickets queued */
 	uint64_t stat_clamp_raised;	/* preempt.c: clamp + 1 */
 	uint64_t stat_clamp_lowered;	/* preempt.c: clamp - 1 */

@@ -136,6 +136,28 @@
  * On, every charge adds to one shared counter and every paced
  * reservation reads the clock.
  *
+ * DATA POOLS (srsv_config::data_pace_start_pct)
+ *
+ * A data pool is paced by the same clock, curve and slots, with three
+ * differences that follow from data reservations being exact (writing a
+ * record back does not free its space; only the engine's cleaning,
+ * compaction or commit does):
+ * - the fill is the debt (pinned, and what the engine reports with
+ *   srsv_space_set_reclaimable()) over the room it competes for (the
+ *   pool less what is used, reserved and in flight): with no debt there
+ *   is nothing reclaim could catch up on, and no pacing;
+ * - the bandwidth is the rate at which bytes become free (unpins and
+ *   frees), not charges less what is held;
+ * - hysteresis after a bulk unpin: one commit that frees a large share of
+ *   the pool must not start a sawtooth (writers flat out until the pool
+ *   is full again, then all stopped: ZFS's throttle after a txg sync,
+ *   openzfs #12868).  A 10 ms window counts for at most twice the
+ *   estimate, and a paced episode ends only when the fill falls below
+ *   half of freerun: between the two the writers run at twice the
+ *   reclaim rate, and come back to full speed gradually.
+ * FLUSH_DATA reservations are paced; a mover's (SRSV_RESERVE_MOVER)
+ * never is.
+ *
  * LAYER
  *
  * Pacing sits above the engine-callback wrapper and below preemption,
@@ -198,14 +220,17 @@ static void pace_sleep(uint64_t ns)
 int srsv__pace_create(struct srsv_space *s)
 {
 	const struct srsv_config *cfg = &s->ctx->cfg;
+	unsigned pct = s->is_metadata ? cfg->pace_start_pct :
+		       s->data_preempt ? cfg->data_pace_start_pct : 0;
 	struct srsv__pace *p;
 
-	if (!cfg->pace_start_pct || !s->is_metadata)
+	if (!pct)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->freerun_pm = (uint64_t)cfg->pace_start_pct * 10;
+	p->data = !s->is_metadata;
+	p->freerun_pm = (uint64_t)pct * 10;
 	p->setpoint_pm = (p->freerun_pm + 1000) / 2;
 	p->max_delay_ns = cfg->pace_max_delay_ns ? cfg->pace_max_delay_ns :
 			  SRSV__PACE_DEFAULT_MAX_NS;
@@ -220,12 +245,37 @@ void srsv__pace_free(struct srsv_space *s)
 }
 
 /*
+ * A data pool's debt (pinned and what the engine reported) over the room
+ * it competes for: the pool less what is used, reserved, read-only, zone
+ * unusable and reserved for writers in flight (may_use, the movers'
+ * reserve excepted).  A data reservation is exact, so only the debt is
+ * reclaimable: with no debt there is nothing to pace for, and as the
+ * free space runs out under a debt the fill goes to 1000.
+ */
+static uint64_t data_fill_pm(struct srsv_space *s, uint64_t *held)
+{
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
+	uint64_t claimed = srsv__ld(&s->claimed);
+	uint64_t may_use = srsv__may_use_settled(s);
+	uint64_t mover = srsv__min(srsv__ld(&s->mover_reserved), may_use);
+	uint64_t debt = pinned + srsv__ld(&s->reported_sum);
+	uint64_t taken = claimed - srsv__min(pinned, claimed) + may_use - mover;
+	uint64_t room = total > taken ? total - taken : 0;
+
+	*held = debt;
+	if (!room)
+		return debt ? 2000 : 0;
+	return (uint64_t)((double)debt * 1000 / (double)room);
+}
+
+/*
  * Reclaimable bytes held (*@held) and the room they may take; the fill
  * in per mille (above 1000 when overcommitted).  Lock-free reads.  The
  * admission word is read raw: credit in the per-CPU caches was charged,
  * so it counts as held for the bandwidth arithmetic.
  */
-static uint64_t fill_pm(struct srsv_space *s, uint64_t *held)
+static uint64_t metadata_fill_pm(struct srsv_space *s, uint64_t *held)
 {
 	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
 	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
@@ -242,6 +292,13 @@ static uint64_t fill_pm(struct srsv_space *s, uint64_t *held)
 	if (!room)
 		return h ? 2000 : 0;
 	return (uint64_t)((double)h * 1000 / (double)room);
+}
+
+static uint64_t fill_pm(struct srsv_space *s, uint64_t *held)
+{
+	if (s->pace->data)
+		return data_fill_pm(s, held);
+	return metadata_fill_pm(s, held);
 }
 
 uint64_t srsv__pace_excess(struct srsv_space *s)
@@ -304,20 +361,37 @@ static void sample_bw(struct srsv_space *s, struct srsv__pace *p,
 		      uint64_t now, uint64_t held, uint64_t fill)
 {
 	AO_t mark = AO_load_acquire(&p->sampling);
-	uint64_t charged, dt, bw, rate;
+	uint64_t reclaimed, dt, bw, rate;
 	double freed;
 
 	/* sampling holds the last sample's time, or 1 while one runs. */
 	if (mark == 1 || now - (uint64_t)mark < SRSV__PACE_WINDOW_NS ||
 	    !AO_compare_and_swap_full(&p->sampling, mark, 1))
 		return;
-	charged = srsv__ld(&s->charged);
+	/*
+	 * What reclaim gave back, as a running mark: for metadata, bytes
+	 * charged less what is held (reclaim frees what was charged); for
+	 * a data pool, whose reservations are exact and become used, the
+	 * bytes that became free (a cleaner's or a commit's).
+	 */
+	reclaimed = p->data ? srsv__ld(&s->stat_freed) :
+		    srsv__ld(&s->charged) - held;
 	dt = now - p->mark_ns;
 	if (p->mark_ns && dt <= SRSV__PACE_QUIET_NS) {
-		freed = (double)(charged - p->mark_charged) +
-			(double)p->mark_held - (double)held;
+		freed = (double)(int64_t)(reclaimed - p->mark_reclaimed);
 		rate = freed > 0 ? (uint64_t)(freed * 1e9 / (double)dt) : 0;
 		bw = srsv__ld(&p->bw);
+		/*
+		 * Hysteresis for a data pool: one commit or cleaning pass
+		 * that frees much at once (a bulk unpin) is not a reclaim
+		 * rate; taught as one, the estimate would let the writers
+		 * run flat out, fill the pool again and queue tickets: the
+		 * sawtooth of ZFS's throttle after a txg sync (openzfs
+		 * #12868).  A window counts for at most twice the estimate,
+		 * so the estimate rises by at most a quarter per window.
+		 */
+		if (p->data && bw && rate > 2 * bw)
+			rate = 2 * bw;
 		/*
 		 * Below the setpoint reclaim is not the bottleneck: what it
 		 * gave back measures the demand, not what it can do, so it
@@ -336,8 +410,7 @@ static void sample_bw(struct srsv_space *s, struct srsv__pace *p,
 		AO_fetch_and_add1(&p->stat_quiet);
 	}
 	p->mark_ns = now;
-	p->mark_charged = charged;
-	p->mark_held = held;
+	p->mark_reclaimed = reclaimed;
 	/* Never 1 (busy) nor 0 is a valid later time on this clock. */
 	AO_store_release(&p->sampling, (AO_t)(now > 1 ? now : 2));
 }
@@ -380,7 +453,10 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 	double rate;
 	bool eased = false;
 
-	if (mode != SRSV_FLUSH_ALL && mode != SRSV_FLUSH_ALL_STEAL)
+	/* Writers of their pool's normal modes; never a mover, which
+	 * frees more than it takes. */
+	if ((mode != SRSV_FLUSH_ALL && mode != SRSV_FLUSH_ALL_STEAL &&
+	     mode != SRSV_FLUSH_DATA) || (flags & SRSV_RESERVE_MOVER))
 		return 0;
 	/* Without preemptive flushing nothing reclaims before the tickets:
 	 * pacing would only slow writers that nobody catches up with. */
@@ -389,7 +465,17 @@ uint64_t srsv__pace(struct srsv_space *s, uint64_t bytes, int mode,
 	now = pace_now();
 	fill = fill_pm(s, &held);
 	sample_bw(s, p, now, held, fill);
-	if (fill < p->freerun_pm) {
+	/*
+	 * Below freerun the writers run free, but for a data pool in an
+	 * episode (its writers slept since the fill was last this low) only
+	 * below half of freerun: in between they are admitted at twice the
+	 * reclaim rate (pos_ratio's cap), so that a bulk unpin, which drops
+	 * the fill at once, brings them back to full speed gradually instead
+	 * of letting them refill the pool flat out (the hysteresis of DATA
+	 * POOLS above).
+	 */
+	if (fill < p->freerun_pm &&
+	    (!p->data || !AO_load(&p->episode) || fill < p->freerun_pm / 2)) {
 		if (AO_load(&p->episode))
 			AO_store(&p->episode, 0);
 		return 0;

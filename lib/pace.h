@@ -20,11 +20,14 @@ struct srsv__pace {
 	/* Reclaim bandwidth estimate (bytes/s); sampled by one thread at a
 	 * time (sampling), over windows of SRSV__PACE_WINDOW_NS. */
 	volatile AO_t sampling;
-	uint64_t mark_ns, mark_charged, mark_held;
+	uint64_t mark_ns, mark_reclaimed;
 	volatile AO_t bw;
 	/* Writers slept since the fill last fell below freerun: the first
 	 * sleep of such an episode raises the clamp (see the essay). */
 	volatile AO_t episode;
+	/* A data pool's pacing (DATA POOLS in the essay): the debt's fill,
+	 * the freed-bytes bandwidth, and the hysteresis band.  Fixed. */
+	bool data;
 
 	/* Statistics (lock-free, monotonic except max). */
 	volatile AO_t stat_paced;	/* reservations that slept */

@@ -124,7 +124,90 @@ static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
 	return used;
 }
 
+/*
+ * DATA POOLS
+ *
+ * btrfs flushes only metadata preemptively: its data side leans on the
+ * kernel, whose background writeback starts at dirty_background_ratio and
+ * whose balance_dirty_pages() paces writers long before a data ticket
+ * waits.  An engine in userspace has neither, and its data debt (a log
+ * store's dead records, an LSM tree's compaction garbage, a copy-on-write
+ * engine's pinned extents) is freed only by its own work, which tickets
+ * alone start when a writer already waits: the sawtooth again, on the
+ * data pool (a log store written from the docs stalled 40-51% of its
+ * run).  So a data pool is flushed preemptively too, by the same worker,
+ * clamp, back-off, statistics and trace events, with a rule of its own
+ * for what is reclaimable, since a data reservation is exact and writing
+ * it back frees nothing:
+ *
+ * - the debt is what is pinned plus what the engine says it could free
+ *   (srsv_space_set_reclaimable(), per flush state);
+ * - the room is what is not used: the pool less its used, reserved,
+ *   read-only and zone-unusable bytes (reservations, pinned and free
+ *   space: what the debt competes with);
+ * - flushing starts when the debt reaches the room >> clamp (half of it
+ *   at clamp 1), above the floor, while no ticket waits (the async data
+ *   walk owns the pool then), and asks for the state that frees the
+ *   most: COMMIT_TRANS for the pinned bytes and what the engine reported
+ *   for it, or another state the engine reported more for; a quarter of
+ *   it per loop, as for metadata.
+ *
+ * A data ticket that has to start the async flusher raises the clamp
+ * whatever the dirty data does (the metadata rule's condition is about
+ * dirty data outgrowing writeback, which does not apply here).
+ * SRSV_CTX_NO_DATA_PREEMPT keeps btrfs's data behaviour.
+ */
+static bool need_metadata_preempt(struct srsv_space *s);
+static int metadata_choose(struct srsv_space *s, uint64_t *to_reclaim);
+
+static uint64_t data_debt(const struct srsv_space *s)
+{
+	return srsv__space_counter(s, SRSV__PINNED) + srsv__ld(&s->reported_sum);
+}
+
+static bool need_data_preempt(struct srsv_space *s)
+{
+	uint64_t debt = data_debt(s), total, committed, room;
+
+	if (debt <= preempt_floor(s) || srsv__ld(&s->reclaim_size))
+		return false;
+	total = srsv__space_counter(s, SRSV__TOTAL);
+	committed = srsv__space_counter(s, SRSV__USED) +
+		    srsv__space_counter(s, SRSV__RESERVED) +
+		    srsv__space_counter(s, SRSV__READONLY) +
+		    srsv__space_counter(s, SRSV__ZONE_UNUSABLE);
+	room = total > committed ? total - committed : 0;
+	return debt >= room >> srsv__ld(&s->clamp) &&
+	       !srsv__ld(&s->ctx->closing);
+}
+
+/* The data pool's state that frees the most, and how much. */
+static int data_choose(struct srsv_space *s, uint64_t *to_reclaim)
+{
+	int best = SRSV_STATE_COMMIT_TRANS;
+	uint64_t most = srsv__space_counter(s, SRSV__PINNED) +
+			srsv__ld(&s->reported[SRSV_STATE_COMMIT_TRANS]);
+
+	for (int st = 1; st < SRSV_STATE_COUNT; st++) {
+		uint64_t r = srsv__ld(&s->reported[st]);
+
+		if (st != SRSV_STATE_COMMIT_TRANS && r > most) {
+			most = r;
+			best = st;
+		}
+	}
+	*to_reclaim = most;
+	return best;
+}
+
 bool srsv__need_preemptive_reclaim(struct srsv_space *s)
+{
+	if (!s->is_metadata)
+		return s->data_preempt && need_data_preempt(s);
+	return need_metadata_preempt(s);
+}
+
+static bool need_metadata_preempt(struct srsv_space *s)
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t used = srsv__space_counter(s, SRSV__MAY_USE) +
@@ -198,8 +281,11 @@ void srsv__maybe_clamp_preempt(struct srsv_space *s)
 	 * Heavy on ordered I/O: clamping would not help, writeback keeps up.
 	 * Dirty data outgrowing writeback is what the clamp is for, because
 	 * writing delalloc does not free space 1:1 the way delayed items do.
+	 * A data pool's debt is freed by the engine's own work: a data
+	 * ticket that has to wait says that work started too late.
 	 */
-	if (srsv__ld(&ctx->ordered_bytes) < srsv__ld(&ctx->delalloc_bytes) &&
+	if ((!s->is_metadata ||
+	     srsv__ld(&ctx->ordered_bytes) < srsv__ld(&ctx->delalloc_bytes)) &&
 	    clamp < SRSV__CLAMP_MAX) {
 		srsv__st(&s->clamp, clamp + 1);
 		s->stat_clamp_raised++;
@@ -349,6 +435,13 @@ static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
 
 int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
 {
+	if (!s->is_metadata)
+		return data_choose(s, to_reclaim);
+	return metadata_choose(s, to_reclaim);
+}
+
+static int metadata_choose(struct srsv_space *s, uint64_t *to_reclaim)
+{
 	uint64_t global = srsv__std_reserved_in(s, SRSV_RSV_GLOBAL);
 	uint64_t delayed = srsv__std_reserved_in(s, SRSV_RSV_DELOPS);
 	uint64_t delayed_refs = srsv__std_reserved_in(s, SRSV_RSV_DELREFS);
@@ -417,6 +510,9 @@ static uint64_t progress_mark(struct srsv_space *s, int state)
 {
 	struct srsv_ctx *ctx = s->ctx;
 
+	/* A data pool's flushes are judged by what became free. */
+	if (!s->is_metadata)
+		return srsv__ld(&s->stat_freed);
 	switch (state) {
 	case SRSV_STATE_DELALLOC:
 		return srsv__ld(&ctx->delalloc_cleaned);

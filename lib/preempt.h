@@ -36,6 +36,25 @@ static inline void srsv__maybe_queue_preempt(struct srsv_space *s,
 	srsv__queue_preempt_if_needed(s, bytes, mode);
 }
 
+/*
+ * The same for a data pool (s->data_preempt): its debt is what is pinned
+ * and what the engine reports (srsv_space_set_reclaimable()), not its
+ * reservations, which are exact.  Inline: on a data pool's fast path, the
+ * same four loads as the metadata test.
+ */
+static inline void srsv__maybe_queue_data_preempt(struct srsv_space *s,
+						  uint64_t bytes, int mode)
+{
+	struct srsv_ctx *ctx = s->ctx;
+
+	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
+		return;
+	if (srsv__ld(&s->reported_sum) + srsv__space_counter(s, SRSV__PINNED) <=
+	    srsv__ld(&s->preempt_floor))
+		return;
+	srsv__queue_preempt_if_needed(s, bytes, mode);
+}
+
 /* maybe_clamp_preempt(): a ticket started async flushing, or a paced
  * writer slept; pool lock held. */
 void srsv__maybe_clamp_preempt(struct srsv_space *s);

@@ -94,13 +94,43 @@ static bool is_async_mode(int mode)
 }
 
 /*
+ * The mode whose queue-jumping rule a reservation follows: its own, or,
+ * for a mover (SRSV_RESERVE_MOVER), that of the priority modes: a mover
+ * passes queued normal tickets, never priority ones.
+ */
+static inline int respected(int mode, unsigned flags)
+{
+	return __builtin_expect(flags & SRSV_RESERVE_MOVER, 0) ?
+	       SRSV_FLUSH_LIMIT : mode;
+}
+
+/* After a charge of @bytes (may_use is now @after): the preemptive
+ * flusher may be due (preempt.h).  Never blocks. */
+static inline void after_charge(struct srsv_space *s, uint64_t bytes,
+				int mode, uint64_t after)
+{
+	if (s->is_metadata)
+		srsv__maybe_queue_preempt(s, bytes, mode, after);
+	else if (s->data_preempt)
+		srsv__maybe_queue_data_preempt(s, bytes, mode);
+}
+
+/* A mover's bytes from the pool's movers' reserve: already in may_use,
+ * they change hands with one compare-and-swap.  True when taken. */
+static bool mover_take(struct srsv_space *s, uint64_t bytes)
+{
+	return srsv__ao_sub_checked(&s->mover_reserved, bytes);
+}
+
+/*
  * One admission attempt: steps 1-3 of the essay minus the ticket.  Charge
- * @bytes if the rules of @mode allow; *@after as for try_charge.
+ * @bytes if the rules of @mode (and @flags) allow; *@after as for
+ * try_charge.
  */
 static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
-			uint64_t *after)
+			unsigned flags, uint64_t *after)
 {
-	if (!srsv__pending_for(s, mode) &&
+	if (!srsv__pending_for(s, respected(mode, flags)) &&
 	    srsv__space_try_charge(s, bytes, mode, after))
 		return true;
 	/*
@@ -117,7 +147,7 @@ static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,
 	if (!s || bytes == 0 || bytes > SRSV_MAX_BYTES)
 		return -EINVAL;
 	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
-	    (flags & ~(unsigned)SRSV_RESERVE_NOWAIT))
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)))
 		return -EINVAL;
 	if (!mode_valid_for(s, mode))
 		return -EINVAL;
@@ -143,9 +173,10 @@ static bool impossible(const struct srsv_space *s, uint64_t bytes)
  * already granted it.
  */
 static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
-			uint64_t bytes, int mode)
+			uint64_t bytes, int mode, unsigned flags)
 {
-	bool priority = !is_async_mode(mode);
+	/* A mover waits with the priority tickets, ahead of the writers. */
+	bool priority = !is_async_mode(mode) || (flags & SRSV_RESERVE_MOVER);
 	int ret;
 
 	/* An asynchronous ticket has no waiter to signal. */
@@ -215,14 +246,14 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 */
 		int why = SRSV_NOWAIT_SPACE;
 
-		if (!srsv__pending_for(s, mode)) {
+		if (!srsv__pending_for(s, respected(mode, flags))) {
 			why = SRSV_NOWAIT_LOCK;
 			if (srsv__trylock(&s->lock)) {
 				/* Credit in motion is another thread's
 				 * progress: not waited for, -EAGAIN. */
 				if (srsv__cache_try_block(s)) {
 					why = try_reserve(s, bytes, mode,
-							  &after) ? 0 :
+							  flags, &after) ? 0 :
 					      SRSV_NOWAIT_SPACE;
 					srsv__cache_unblock(s);
 				}
@@ -232,8 +263,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		ret = why ? srsv__nowait_refused(s, why) : 0;
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
 		/* Queueing the preemptive worker never blocks (CAS + sem_post). */
-		if (!ret && s->is_metadata)
-			srsv__maybe_queue_preempt(s, bytes, mode, after);
+		if (!ret)
+			after_charge(s, bytes, mode, after);
 		return ret;
 	}
 	if (impossible(s, bytes)) {
@@ -255,7 +286,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
 	srsv__cache_block(s);
-	if (try_reserve(s, bytes, mode, &after)) {
+	if (try_reserve(s, bytes, mode, flags, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;
@@ -266,6 +297,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		ret = -ESHUTDOWN;
 	} else if (srsv__ld(&ctx->error)) {
 		ret = (int)(int64_t)srsv__ld(&ctx->error);
+		s->stat_error_failures++;
 	} else if (flags & SRSV__RESERVE_NO_QUEUE) {
 		/* A timeout of 0: it would have to wait. */
 		ret = -ETIMEDOUT;
@@ -289,7 +321,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		/* The ticket API's tickets are looked up by address. */
 		ret = flags & SRSV__RESERVE_TRACKED ? srsv__inflight_add(t) : 0;
 		if (!ret)
-			ret = queue_ticket(s, t, bytes, mode);
+			ret = queue_ticket(s, t, bytes, mode, flags);
 		if (ret != -EINPROGRESS)
 			srsv__inflight_del(t);
 		/* Granted while queueing: what the grant left. */
@@ -298,8 +330,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	}
 	/* A queued ticket keeps the caches closed from here on. */
 	srsv__cache_unblock(s);
-	if (ret == 0 && s->is_metadata)
-		srsv__maybe_queue_preempt(s, bytes, mode, after);
+	if (ret == 0)
+		after_charge(s, bytes, mode, after);
 	srsv__unlock(&s->lock);
 	if (entered)
 		srsv__ctx_leave(ctx);
@@ -318,7 +350,7 @@ static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
 	uint64_t after;
 	bool gave_back, ok;
 
-	ok = !srsv__pending_for(s, mode) &&
+	ok = !srsv__pending_for(s, respected(mode, flags)) &&
 	     srsv__cache_take(s, bytes, &after, &gave_back);
 	if (ok && gave_back)
 		srsv__maybe_grant(s, flags & SRSV_RESERVE_NOWAIT);
@@ -326,8 +358,8 @@ static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);
 	/* Served from credit (after 0): may_use did not move. */
-	if (after && s->is_metadata)
-		srsv__maybe_queue_preempt(s, bytes, mode, after);
+	if (after)
+		after_charge(s, bytes, mode, after);
 	return true;
 }
 
@@ -354,14 +386,19 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 			srsv__refuse(s, SRSV_REFUSED_ARGS, bytes);
 		return true;
 	}
+	/* A mover's reserve serves it first (it never runs dry on writers). */
+	if (__builtin_expect(flags & SRSV_RESERVE_MOVER, 0) &&
+	    mover_take(s, bytes)) {
+		srsv__trace_reserve(s, bytes, mode, flags, 0);
+		return true;
+	}
 	if (srsv__cache_engaged(s, bytes) &&
 	    reserve_cached(s, bytes, mode, flags))
 		return true;
-	if (!try_reserve(s, bytes, mode, &after))
+	if (!try_reserve(s, bytes, mode, flags, &after))
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);
-	if (s->is_metadata)
-		srsv__maybe_queue_preempt(s, bytes, mode, after);
+	after_charge(s, bytes, mode, after);
 	return true;
 }
 
@@ -619,4 +656,76 @@ SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
 		return ret;
 	}
 	return reserve_blocking(s, bytes, m, flags, timeout_ns);
+}
+
+/*
+ * A partial grant (bcachefs's BCH_DISK_RESERVATION_PARTIAL, XFS's GREEDY
+ * zoned reservations): what can be had at once, between @min and @max,
+ * without passing a ticket the mode respects; else a reservation of
+ * @min, which may wait.  A mover takes from its reserve first.
+ */
+SRSV__EXPORT int srsv_space_reserve_partial(struct srsv_space *s,
+					    uint64_t min, uint64_t max,
+					    enum srsv_flush mode,
+					    unsigned flags, uint64_t *got)
+{
+	int m = resolve_mode(s, (int)mode), ret;
+	uint64_t take = 0, after = 0;
+	AO_t held;
+
+	if (got)
+		*got = 0;
+	if (!s || !got)
+		return -EINVAL;
+	if (!min || min > max || max > SRSV_MAX_BYTES)
+		return srsv__refused(s, SRSV_REFUSED_POOL_ARGS, max);
+	if (check_args(s, min, m, flags))
+		return srsv__refused(s, SRSV_REFUSED_ARGS, min);
+	if (flags & SRSV_RESERVE_MOVER) {
+		do {
+			held = AO_load(&s->mover_reserved);
+			take = srsv__min((uint64_t)held, max);
+		} while (take >= min &&
+			 !AO_compare_and_swap_full(&s->mover_reserved, held,
+						   held - (AO_t)take));
+		if (take >= min)
+			goto got_it;
+	}
+	take = max;
+	if (try_reserve(s, max, m, flags, &after))
+		goto charged;
+	take = 0;
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		if (!srsv__trylock(&s->lock))
+			goto at_least_min;
+	} else {
+		srsv__lock(&s->lock);
+	}
+	/* Exact under the lock, with the caches' credit back in may_use. */
+	if (flags & SRSV_RESERVE_NOWAIT ? srsv__cache_try_block(s) :
+	    (srsv__cache_block(s), true)) {
+		if (!srsv__pending_for(s, respected(m, flags))) {
+			take = srsv__min(max, srsv__space_room(s, m));
+			if (take < min ||
+			    !srsv__space_try_charge(s, take, m, &after))
+				take = 0;
+		}
+		srsv__cache_unblock(s);
+	}
+	srsv__unlock(&s->lock);
+	if (take)
+		goto charged;
+at_least_min:
+	ret = srsv_space_reserve(s, min, (enum srsv_flush)m, flags);
+	if (!ret)
+		*got = min;
+	return ret;
+charged:
+	after_charge(s, take, m, after);
+got_it:
+	srsv__trace_reserve(s, take, m, flags, 0);
+	if (__builtin_expect(s->pace != NULL, 0))
+		srsv__pace(s, take, m, flags);
+	*got = take;
+	return 0;
 }

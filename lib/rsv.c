@@ -438,6 +438,15 @@ try_reserve:
 	srsv__trace_rsv(rsv, SRSV__RSV_FALLBACK_NO_FLUSH, bytes, ret);
 	if (!ret)
 		goto out;
+	/*
+	 * The log tree's rule (upstream 40f2b11c1b7c, "btrfs: don't allow
+	 * log trees to consume global reserve or overcommit metadata"): a
+	 * tree-log allocation whose NO_FLUSH try fails fails at once, and
+	 * the engine falls back to a full commit; the global reserve and
+	 * the emergency path are kept for what cannot fall back.
+	 */
+	if (R(rsv)->type == SRSV_RSV_TREELOG)
+		return ret;
 	/* The pool is short: borrow from the global reserve if it is ours. */
 	if (rsv != global && ctx->std_rsv_ready[SRSV_RSV_GLOBAL] &&
 	    R(global)->space == R(rsv)->space) {

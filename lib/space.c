@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "counters.h"
 #include "pace.h"
+#include "preempt.h"
 #include "space.h"
 #include "stats.h"
 #include "tickets.h"
@@ -92,12 +93,18 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 	srsv__lock(&s->lock);
 	if (to == SRSV__COUNTER_COUNT) {	/* to "free" */
 		ret = srsv__space_update(s, from, -(int64_t)bytes);
-		if (!ret && from == SRSV__PINNED) {
-			s->stat_unpinned += bytes;
-			/* btrfs_return_free_space(): the global reserve is
-			 * refilled first, and tickets are offered only what
-			 * is left ("if (len)"). */
-			grant = srsv__global_rsv_refill(s, bytes) < bytes;
+		if (!ret) {
+			if (from == SRSV__PINNED)
+				s->stat_unpinned += bytes;
+			srsv__st(&s->stat_freed,
+				 srsv__ld(&s->stat_freed) + bytes);
+			/* btrfs_return_free_space(): the reserves are
+			 * refilled first (the global one on an unpin), and
+			 * tickets are offered only what is left
+			 * ("if (len)"). */
+			grant = srsv__reserves_refill(s, bytes,
+						      from == SRSV__PINNED) <
+				bytes;
 		}
 	} else
 		ret = srsv__space_move(s, from, to, bytes);
@@ -189,7 +196,8 @@ SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
 		ret = srsv__space_update(s, SRSV__TOTAL, (int64_t)bytes);
 		/* New capacity: btrfs clears full when a block group is added. */
 		srsv__st(&s->full, 0);
-		srsv__try_grant_tickets(s);
+		if (srsv__reserves_refill(s, bytes, false) < bytes)
+			srsv__try_grant_tickets(s);
 	}
 	srsv__unlock(&s->lock);
 	if (ret)
@@ -249,6 +257,50 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	srsv__cache_unblock(s);
 	srsv__unlock(&s->lock);
 	return ret;
+}
+
+SRSV__EXPORT int srsv_space_load_used(struct srsv_space *s, uint64_t bytes)
+{
+	int ret = -ENOSPC;
+
+	if (!s)
+		return -EINVAL;
+	if (bytes == 0 || bytes > SRSV_MAX_BYTES)
+		return srsv__refused(s, SRSV_REFUSED_POOL_ARGS, bytes);
+	srsv__lock(&s->lock);
+	/* No credit may hide in the caches while we decide (cache.c). */
+	srsv__cache_block(s);
+	/* As a reservation that becomes used at once, in the order every
+	 * move into claimed keeps: claimed first, then may_use down. */
+	if (srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
+				   NULL)) {
+		srsv__space_update(s, SRSV__USED, (int64_t)bytes);
+		srsv__may_use_sub(s, bytes);
+		ret = 0;
+	}
+	srsv__cache_unblock(s);
+	srsv__unlock(&s->lock);
+	return ret;
+}
+
+SRSV__EXPORT int srsv_space_set_reclaimable(struct srsv_space *s, int state,
+					    uint64_t bytes)
+{
+	AO_t old;
+
+	if (!s)
+		return -EINVAL;
+	if (state <= 0 || state >= SRSV_STATE_COUNT || bytes > SRSV_MAX_BYTES)
+		return srsv__refused(s, SRSV_REFUSED_POOL_ARGS, bytes);
+	old = AO_fetch_and_add_full(&s->reported[state], 0);
+	while (!AO_compare_and_swap_full(&s->reported[state], old,
+					 (AO_t)bytes))
+		old = AO_load(&s->reported[state]);
+	AO_fetch_and_add_full(&s->reported_sum, (AO_t)bytes - old);
+	/* More debt: the preemptive flusher may be due (preempt.c). */
+	if (bytes > old && s->data_preempt)
+		srsv__maybe_queue_data_preempt(s, 0, SRSV_FLUSH_DATA);
+	return 0;
 }
 
 SRSV__EXPORT int srsv_space_set_full(struct srsv_space *s, bool full)
@@ -355,6 +407,9 @@ SRSV__EXPORT int srsv_space_snapshot_sized(struct srsv_space *s,
 	       sizeof(info->preempt_flushes));
 	info->tickets_granted = s->stat_granted;
 	info->tickets_failed = s->stat_failed;
+	info->mover_rsv_size = s->mover_size;
+	info->mover_rsv_reserved = srsv__ld(&s->mover_reserved);
+	info->reclaimable = srsv__ld(&s->reported_sum);
 	fill_ticket_info(&s->priority_tickets, true, now, tickets,
 			 ticket_size, max, &n);
 	fill_ticket_info(&s->tickets, false, now, tickets, ticket_size, max,
@@ -403,6 +458,7 @@ SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
 	all.clamp_lowered = s->stat_clamp_lowered;
 	for (int i = 0; i < SRSV_NOWAIT_REASON_COUNT; i++)
 		all.nowait_refused[i] = srsv__ld(&s->stats.nowait[i]);
+	all.error_failures = s->stat_error_failures;
 	disabled = srsv__ld(&s->stats.disabled);
 	for (int i = 0; i < SRSV_STATE_COUNT; i++) {
 		struct srsv_state_stats *o = &all.states[i];

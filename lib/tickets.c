@@ -168,6 +168,8 @@ void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
 		s->stat_failed++;
 	else
 		s->stat_granted++;
+	if (error && error == (int)(int64_t)srsv__ld(&s->ctx->error))
+		s->stat_error_failures++;
 	srsv__stats_ticket_end(s, t->mode, error, wait_ns);
 	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error, wait_ns);
 	if (t->ops) {
@@ -268,6 +270,26 @@ void srsv__fail_all_tickets(struct srsv_space *s, int error)
 			srsv__ticket_end(s, t, error);
 		}
 	}
+}
+
+uint64_t srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
+			       bool unpinned)
+{
+	uint64_t took = unpinned ? srsv__global_rsv_refill(s, bytes) : 0;
+	uint64_t want, add;
+
+	srsv__assert_held(&s->lock);
+	/* Then the movers' reserve, from whatever came back: the bytes were
+	 * claimed (or beyond the total) a moment ago, so charging them to
+	 * may_use cannot overcommit the pool. */
+	want = s->mover_size - srsv__min(s->mover_size,
+					 srsv__ld(&s->mover_reserved));
+	add = srsv__min(want, bytes - took);
+	if (add) {
+		srsv__may_use_add(s, add);
+		AO_fetch_and_add_full(&s->mover_reserved, (AO_t)add);
+	}
+	return took + add;
 }
 
 uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes)

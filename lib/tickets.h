@@ -118,6 +118,15 @@ void srsv__fail_all_tickets(struct srsv_space *s, int error);
  * first.  Returns the bytes it took.  Pool lock held.
  */
 uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes);
+/*
+ * Space came back to @s (an unpin when @unpinned, another free, growth):
+ * the reserves are refilled before any ticket sees the bytes, the global
+ * reserve on an unpin (btrfs_return_free_space()), then the movers'
+ * reserve.  Returns the bytes they took; the caller grants tickets only
+ * if some are left.  Pool lock held.
+ */
+uint64_t srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
+			       bool unpinned);
 /* steal_from_global_rsv(): grant @t from the global reserve if it may
  * steal and the reserve keeps 10%; pool lock held. */
 bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);

@@ -967,9 +967,13 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	if (tk->state == MODEL_T_DONE)
 		return tk->error;
 	if (!tk->priority && !p->flush) {
-		/* Preemptive flushing did not keep up: clamp down. */
+		/* Preemptive flushing did not keep up: clamp down.  A data
+		 * pool's debt is the engine's to free: any wait says so. */
+		bool data_preempt = p->kind == SRSV_POOL_DATA &&
+				    !(m->flags & SRSV_CTX_NO_DATA_PREEMPT);
+
 		if (!(m->flags & SRSV_CTX_FIXED_CLAMP) &&
-		    m->ordered < m->delalloc && p->clamp < 8)
+		    (data_preempt || m->ordered < m->delalloc) && p->clamp < 8)
 			p->clamp++;
 		p->flush = true;
 		if (mode == SRSV_FLUSH_DATA)

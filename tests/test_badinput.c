@@ -483,7 +483,7 @@ static void reserve_arg_checks(reserve_fn fn)
 	BAD(fn(md, 4 * KiB, -1, 0), -EINVAL);
 	BAD(fn(md, 4 * KiB, SRSV_FLUSH_MODE_COUNT, 0), -EINVAL);
 	BAD(fn(md, 4 * KiB, 1000, 0), -EINVAL);
-	BAD(fn(md, 4 * KiB, SRSV_NO_FLUSH, 1u << 1), -EINVAL);
+	BAD(fn(md, 4 * KiB, SRSV_NO_FLUSH, 1u << 5), -EINVAL);
 	BAD(fn(md, 4 * KiB, SRSV_NO_FLUSH, 1u << 31), -EINVAL);
 	BAD(fn(md, 4 * KiB, SRSV_NO_FLUSH, SRSV_RESERVE_NOWAIT | 1u << 7),
 	    -EINVAL);

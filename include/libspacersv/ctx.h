@@ -47,7 +47,17 @@ enum srsv_ctx_flags {
 	 * a test holds threads queued, cancels them, times them out or shuts
 	 * the ctx down under them, and decides when the walk runs.
 	 */
-	SRSV_CTX_MANUAL_WAIT = 1u << 5
+	SRSV_CTX_MANUAL_WAIT = 1u << 5,
+	/**
+	 * btrfs's data behaviour: no preemptive flushing and no pacing for
+	 * data pools (only tickets reclaim there, as in btrfs, whose data
+	 * side leans on the kernel's background writeback instead).  By
+	 * default the library flushes a data pool preemptively when its
+	 * reclaimable debt (pinned bytes and what the engine reports,
+	 * srsv_space_set_reclaimable()) nears its room (docs/design.md,
+	 * "Data pools").
+	 */
+	SRSV_CTX_NO_DATA_PREEMPT = 1u << 6
 };
 
 /** Maximum length of an overriding flush-state array. */
@@ -165,6 +175,17 @@ struct srsv_config {
 	/** The clamp ::SRSV_CTX_FIXED_CLAMP holds, 1..8 (0: 1; above 8:
 	 *  -EINVAL). */
 	unsigned fixed_clamp;
+	/** Pacing of the data pool's FLUSH_DATA reservations, as
+	 *  pace_start_pct does for metadata: from this percentage of the
+	 *  room its reclaimable debt (in-flight reservations, pinned bytes,
+	 *  what the engine reports) may take.  0 (default): off; 1..99. */
+	unsigned data_pace_start_pct;
+	/** The movers' reserve of each pool (::srsv_pool), for
+	 *  ::SRSV_RESERVE_MOVER reservations: kept charged to may_use and
+	 *  refilled first when space comes back.  0 (default): none.  At
+	 *  most the pool's size at creation is taken at once; the rest as
+	 *  space comes back. */
+	uint64_t mover_reserve_bytes[SRSV_POOL_COUNT];
 };
 
 /**
@@ -329,6 +350,18 @@ int srsv_ctx_set_preempt(struct srsv_ctx *ctx, bool enabled);
  * @note Thread-safe; may be called from flush callbacks.
  */
 int srsv_ctx_set_error(struct srsv_ctx *ctx, int error);
+
+/**
+ * Leave the error state once the engine has recovered (RocksDB's
+ * DB::Resume()): reservations may wait again.  What failed on the error
+ * stays failed; srsv_space_stats::error_failures counts them per pool.
+ * @param ctx the ctx
+ * @retval 0 success (also when there was no error)
+ * @retval -EINVAL NULL ctx
+ * @retval -ESHUTDOWN the ctx is shut down: it stays so
+ * @note Thread-safe; may be called from flush callbacks.
+ */
+int srsv_ctx_clear_error(struct srsv_ctx *ctx);
 
 /**
  * Manual mode: run the reclaim work recorded since the last call (async

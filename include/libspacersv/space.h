@@ -342,6 +342,13 @@ struct srsv_space_info {
 	uint64_t preempt_flushes[SRSV_SPACE_INFO_STATES]; /**< of which preemptive */
 	uint64_t tickets_granted;	/**< tickets ended with 0 */
 	uint64_t tickets_failed;	/**< tickets ended with an error */
+	/** the movers' reserve's size (srsv_config::mover_reserve_bytes) */
+	uint64_t mover_rsv_size;
+	/** the bytes the movers' reserve holds (counted in @c may_use) */
+	uint64_t mover_rsv_reserved;
+	/** what the engine says it could free, all states together
+	 *  (srsv_space_set_reclaimable()) */
+	uint64_t reclaimable;
 };
 
 /** One queued ticket, from srsv_space_snapshot(). */
@@ -443,10 +450,14 @@ enum srsv_refusal {
 	/** a zone-group call: more written or abandoned than reserved, more
 	 *  freed than used, 0 or too many bytes */
 	SRSV_REFUSED_ZONE = 16,
-	/** srsv_ticket_reserve_async(): flags, a zero timeout, or a pool of
-	 *  another ctx than the queue's */
+	/** srsv_ticket_reserve_async(): flags, or a pool of another ctx than
+	 *  the queue's */
 	SRSV_REFUSED_ASYNC = 17,
-	SRSV_REFUSED_COUNT = 18
+	/** srsv_space_set_reclaimable(), srsv_space_load_used(),
+	 *  srsv_space_reserve_partial(): an unknown state, 0 or too many
+	 *  bytes, a minimum above the maximum */
+	SRSV_REFUSED_POOL_ARGS = 18,
+	SRSV_REFUSED_COUNT = 19
 };
 
 /** Room for flush modes in srsv_space_stats (fixed: the layout must not
@@ -546,6 +557,9 @@ struct srsv_space_stats {
 	 *  ::srsv_nowait_reason ([::SRSV_NOWAIT_QUOTA] counts the delalloc
 	 *  helper's; a tenant's own are in srsv_quota_info::nowait_refused) */
 	uint64_t nowait_refused[SRSV_STATS_NOWAIT];
+	/** tickets failed, and reservations refused, with the error of
+	 *  srsv_ctx_set_error() */
+	uint64_t error_failures;
 };
 
 /**
@@ -568,6 +582,72 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
 #define srsv_space_get_stats(space, stats) \
 	srsv_space_get_stats_sized((space), (stats), \
 				   sizeof(struct srsv_space_stats))
+
+/**
+ * Reserve between @p min and @p max bytes: as many as can be had at once
+ * without passing a ticket @p mode must respect, at least @p min; when
+ * fewer than @p min can, exactly srsv_space_reserve(@p min) (which may
+ * wait).  For a cleaner's or compactor's output that can use whatever
+ * room there is (bcachefs's BCH_DISK_RESERVATION_PARTIAL, XFS's GREEDY).
+ * @param space the pool
+ * @param min at least this many (> 0)
+ * @param max at most this many (>= @p min)
+ * @param mode flush mode, as srsv_space_reserve()
+ * @param flags ::srsv_reserve_flags (::SRSV_RESERVE_MOVER draws on the
+ *        movers' reserve first)
+ * @param[out] got the bytes reserved, between @p min and @p max (0 on
+ *        failure)
+ * @retval 0 reserved *@p got bytes: the caller holds them
+ * @retval -EINVAL NULL @p space or @p got, @p min 0 or above @p max, or as
+ *         srsv_space_reserve()
+ * @retval negative as srsv_space_reserve() for @p min bytes
+ * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
+ */
+SRSV_MUST_CHECK int srsv_space_reserve_partial(struct srsv_space *space,
+					       uint64_t min, uint64_t max,
+					       enum srsv_flush mode,
+					       unsigned flags, uint64_t *got);
+
+/**
+ * What the engine could free in @p space by flushing @p state: the dead
+ * records of a log store's segments (cleaning), the garbage an LSM tree's
+ * compaction would drop, the extents of deleted files not yet purged.  The
+ * engine sets the figure whenever it changes (a store, not an add); the
+ * library counts it, with the pool's pinned bytes, as the pool's
+ * reclaimable debt: preemptive flushing of a data pool asks for the state
+ * with the most of it, and data pacing counts it as held.  Its bytes stay
+ * where the engine counts them (used, pinned): this is a figure, not a
+ * transition.
+ * @param space the pool
+ * @param state the flush state that frees them (COMMIT_TRANS for bytes
+ *        that a commit frees beyond the pinned ones, DELALLOC... for
+ *        writeback that frees space, RECLAIM_CHUNKS for relocation, ...)
+ * @param bytes the engine's current figure (0: none)
+ * @retval 0 success
+ * @retval -EINVAL NULL @p space, @p state not a flush state, or @p bytes
+ *         above ::SRSV_MAX_BYTES (counted as refused)
+ * @note Thread-safe, lock-free; may be called from flush callbacks.
+ */
+SRSV_MUST_CHECK int srsv_space_set_reclaimable(struct srsv_space *space,
+					       int state, uint64_t bytes);
+
+/**
+ * Open an engine on existing data: count @p bytes already on the device
+ * as used (btrfs loads each block group's used bytes at mount), without a
+ * reservation.  The restart recipe: create the ctx with the pools' sizes,
+ * load each pool's live bytes here, srsv_space_pin() what the last state
+ * still references but will free (dead records awaiting cleaning), and
+ * report the rest of the debt with srsv_space_set_reclaimable()
+ * (docs/engines.md, "Restart").
+ * @param space the pool
+ * @param bytes bytes to count as used
+ * @retval 0 success
+ * @retval -ENOSPC they do not fit in the pool's free space (nothing changed)
+ * @retval -EINVAL NULL @p space, 0 or too many bytes (counted as refused)
+ * @note Thread-safe.
+ */
+SRSV_MUST_CHECK int srsv_space_load_used(struct srsv_space *space,
+					 uint64_t bytes);
 
 /**
  * Why the calling thread's last NOWAIT call answered -EAGAIN, as errno

@@ -99,7 +99,21 @@ enum srsv_reserve_flags {
 	 * no allocation.  Any answer that would need one of those is -EAGAIN,
 	 * never -ENOSPC or -EDQUOT, so the caller can retry in blocking mode.
 	 */
-	SRSV_RESERVE_NOWAIT = 1u << 0
+	SRSV_RESERVE_NOWAIT = 1u << 0,
+	/**
+	 * A mover's reservation: the output of the engine's cleaning,
+	 * compaction or relocation, which frees more than it takes.  Served
+	 * first from the pool's movers' reserve (srsv_config::
+	 * mover_reserve_bytes: bytes the library keeps charged to may_use for
+	 * movers, refilled before any ticket is granted when space comes
+	 * back, hidden from ordinary reservations and from srsv_ctx_statfs()'s
+	 * available figure); beyond it from the pool, passing queued normal
+	 * tickets (a mover never waits behind the writers it cleans for;
+	 * priority tickets still come first), and, where the mode would wait,
+	 * as a priority ticket.  From a flush callback use ::SRSV_NO_FLUSH:
+	 * the reserve serves it without waiting.
+	 */
+	SRSV_RESERVE_MOVER = 1u << 1
 };
 
 /**
