@@ -23,6 +23,7 @@
 #include "preempt.h"
 
 #define MIB (UINT64_C(1) << 20)
+#define KIB_ (UINT64_C(1) << 10)
 #define MS (UINT64_C(1000000))
 #define BANK MS		/* SRSV__PACE_BANK_NS */
 
@@ -1003,6 +1004,80 @@ START_TEST(test_shutdown_while_paced)
 }
 END_TEST
 
+/*
+ * A data pool (data_pace_start_pct): the fill is its debt (pinned, and
+ * what the engine reports) over the room not used nor in flight; the
+ * bandwidth is the rate bytes become free; a bulk unpin teaches the
+ * estimate at most twice itself per window, and an episode ends only
+ * below half of freerun (the hysteresis).
+ */
+START_TEST(test_data_pool_paced_by_debt)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *c = NULL;
+	struct srsv_space *d;
+	struct srsv__pace_stats st;
+	uint64_t bw;
+
+	ck_assert_int_eq(srsv_config_init(&cfg), 0);
+	cfg.flags = SRSV_CTX_MANUAL;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 100 * MIB;
+	cfg.pool_bytes[SRSV_POOL_DATA] = 100 * MIB;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 8 * MIB;
+	cfg.data_pace_start_pct = 50;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &c), 0);
+	d = srsv_ctx_space(c, SRSV_POOL_DATA);
+	ck_assert_ptr_nonnull(d->pace);
+	/* 60 MiB written, none dead: no debt, no pacing. */
+	ck_assert_int_eq(srsv_space_reserve(d, 60 * MIB, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_int_eq(srsv_space_alloc(d, 60 * MIB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(d, 60 * MIB), 0);
+	srsv__pace_get_stats(d, &st);
+	ck_assert_uint_eq(st.fill_pm, 0);
+	/* 30 dead (pinned): debt 30 of a 70 MiB room. */
+	ck_assert_int_eq(srsv_space_pin(d, 30 * MIB), 0);
+	srsv__pace_get_stats(d, &st);
+	ck_assert_uint_eq(st.fill_pm, 428);
+	/* The engine reports 5 more it could free: 35 of 70. */
+	ck_assert_int_eq(srsv_space_set_reclaimable(d, SRSV_STATE_COMMIT_TRANS,
+						    5 * MIB), 0);
+	srsv__pace_get_stats(d, &st);
+	ck_assert_uint_eq(st.fill_pm, 500);
+	/* The bandwidth is what became free: 1 MiB in 10 ms. */
+	ck_assert_int_eq(srsv_space_reserve(d, MIB, SRSV_FLUSH_DATA, 0), 0);
+	fake_now += 10 * MS;
+	ck_assert_int_eq(srsv_space_unpin(d, MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, MIB, SRSV_FLUSH_DATA, 0), 0);
+	srsv__pace_get_stats(d, &st);
+	ck_assert_uint_eq(st.bw, 100 * MIB);
+	/* Past freerun: the next FLUSH_DATA writer sleeps; a mover never. */
+	ck_assert_int_eq(srsv_space_pin(d, 10 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * MIB, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_uint_gt(fake_sleeps, 0);
+	fake_sleeps = 0;
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * MIB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_MOVER), 0);
+	ck_assert_uint_eq(fake_sleeps, 0);
+	/* A bulk unpin of 25 MiB in one window: at most twice the estimate
+	 * counts (without the cap the window says 2.5 GiB/s). */
+	bw = (srsv__pace_get_stats(d, &st), st.bw);
+	fake_now += 10 * MS;
+	ck_assert_int_eq(srsv_space_unpin(d, 25 * MIB), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KIB_, SRSV_FLUSH_DATA, 0), 0);
+	srsv__pace_get_stats(d, &st);
+	ck_assert_uint_le(st.bw, (3 * bw + 2 * bw) / 4);
+	/* Below freerun but above half of it, in an episode: still paced. */
+	ck_assert_uint_lt(st.fill_pm, 500);
+	ck_assert_uint_ge(st.fill_pm, 250);
+	fake_sleeps = 0;
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_eq(srsv_space_reserve(d, 256 * KIB_,
+						    SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_uint_gt(fake_sleeps, 0);
+	ck_assert_int_eq(srsv_ctx_destroy(c), 0);
+}
+END_TEST
+
 static Suite *pace_suite(void)
 {
 	Suite *s = suite_create("pace");
@@ -1015,6 +1090,7 @@ static Suite *pace_suite(void)
 	tcase_add_test(cfg, test_fixed_clamp_value);
 	tcase_add_checked_fixture(det, setup_fake, teardown_fake);
 	tcase_add_test(det, test_below_freerun_free);
+	tcase_add_test(det, test_data_pool_paced_by_debt);
 	tcase_add_test(det, test_slots_in_order);
 	tcase_add_test(det, test_delay_grows_with_fill);
 	tcase_add_test(det, test_modes_not_paced);

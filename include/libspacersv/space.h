@@ -620,8 +620,9 @@ SRSV_MUST_CHECK int srsv_space_reserve_partial(struct srsv_space *space,
  * transition.
  * @param space the pool
  * @param state the flush state that frees them (COMMIT_TRANS for bytes
- *        that a commit frees beyond the pinned ones, DELALLOC... for
- *        writeback that frees space, RECLAIM_CHUNKS for relocation, ...)
+ *        that a commit frees beyond the pinned ones (a log store's
+ *        cleaning), RUN_DELAYED_IPUTS for objects deleted and not yet
+ *        purged, DELALLOC... for writeback that frees space, ...)
  * @param bytes the engine's current figure (0: none)
  * @retval 0 success
  * @retval -EINVAL NULL @p space, @p state not a flush state, or @p bytes
