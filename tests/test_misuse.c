@@ -246,7 +246,6 @@ static void reuse_case(struct srsv_async *q1, struct srsv_async *q2,
 	struct srsv_ticket t;
 	struct reuse_args first = { q1, &t, mode }, again = { q2, &t, mode };
 	struct srsv_space_info before, after;
-	struct srsv_space_stats st;
 	int ret;
 
 	memset(&t, 0, sizeof(t));
@@ -276,8 +275,6 @@ static void reuse_case(struct srsv_async *q1, struct srsv_async *q2,
 	after = snap(md);
 	ck_assert_uint_eq(after.nr_tickets + after.nr_priority_tickets, 0);
 	ck_assert_uint_eq(after.may_use, 1 * MiB);
-	st = stats(md);
-	(void)st;
 }
 
 START_TEST(test_ticket_reuse_blocking)
@@ -1016,10 +1013,10 @@ static void after_shutdown(unsigned flags, uint64_t cache_bytes)
 	ck_assert_int_eq(srsv_delalloc_finish(&dr_finish,
 					      SRSV_DELALLOC_META_ALL), 0);
 	{
-		struct srsv_space_stats st = stats(meta);
 		struct world end = capture();
 
-		(void)st;
+		/* The statistics still answer (stats() asserts 0). */
+		(void)stats(meta);
 		/* Nothing held any more but the used bytes. */
 		for (int i = 0; i < 3; i++)
 			ck_assert_msg(end.pool[i].may_use == 0 &&
