@@ -18,8 +18,11 @@
  *                       the calls that give space back or move it along
  *                       still work (caches on and off)
  *   over_release        an over-release through the per-CPU caches is
- *                       refused and counted, at the latest when the credit
- *                       is next reconciled
+ *                       counted, at the latest when the credit is next
+ *                       reconciled, while another caller still holds bytes
+ *   over_release_all_back  the same, reconciled only once every caller has
+ *                       released (the weaker rule: counted when the credit
+ *                       exceeds the whole may_use)
  *
  * Every call that could hang runs under a deadline (call_within()): a hang
  * is a failure with the call's name, not a stuck suite.  Check runs each
@@ -1113,8 +1116,14 @@ static void run_holder(struct holder *h, void *(*fn)(void *))
 	pthread_join(h->thread, NULL);
 }
 
-/* How the credit is reconciled before the stats are read. */
-enum reconcile { BY_SLOW_PATH, BY_SNAPSHOT };
+/*
+ * How the credit is reconciled before the stats are read.  BY_SLOW_PATH and
+ * BY_SNAPSHOT reconcile while the other caller still holds its 264 KiB:
+ * the over-release must be counted then.  AFTER_ALL_RELEASED reconciles
+ * only once the other caller has released everything too (the weaker rule:
+ * an over-release is caught when the credit exceeds the whole may_use).
+ */
+enum reconcile { BY_SLOW_PATH, BY_SNAPSHOT, AFTER_ALL_RELEASED };
 
 static void over_release(enum reconcile how)
 {
@@ -1146,14 +1155,26 @@ static void over_release(enum reconcile how)
 	run_holder(&a, unhold_main);
 	printf("# the over-release answered %d at once\n", a.release_err);
 
+	if (how == AFTER_ALL_RELEASED) {
+		run_holder(&b, unhold_main);
+		b.release_pieces = 0;	/* done */
+	}
 	/* The credit is reconciled: a reservation that cannot be served
 	 * from the word (the slow path drains the caches), or a snapshot. */
-	if (how == BY_SLOW_PATH)
-		ck_assert_int_eq(srsv_space_reserve(data, 8 * MiB,
-						    SRSV_NO_FLUSH, 0),
-				 -ENOSPC);
-	else
+	if (how != BY_SNAPSHOT) {
+		/* The whole pool: more than the word has room for while
+		 * anything (held bytes or credit) is in it, so the slow
+		 * path, which drains, decides; granted only once all is
+		 * back. */
+		int ret = srsv_space_reserve(data, 8 * MiB, SRSV_NO_FLUSH, 0);
+
+		ck_assert_msg(ret == -ENOSPC || ret == 0,
+			      "the whole pool: %d", ret);
+		if (ret == 0)
+			ck_assert_int_eq(srsv_space_release(data, 8 * MiB), 0);
+	} else {
 		info = snap(data);
+	}
 	st1 = stats(data);
 	ck_assert_msg(st1.refused[SRSV_REFUSED_RELEASE] ==
 		      st0.refused[SRSV_REFUSED_RELEASE] + 1,
@@ -1188,6 +1209,12 @@ START_TEST(test_over_release_snapshot)
 }
 END_TEST
 
+START_TEST(test_over_release_after_all_released)
+{
+	over_release(AFTER_ALL_RELEASED);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *misuse_suite(void)
@@ -1198,7 +1225,8 @@ static Suite *misuse_suite(void)
 	TCase *zero = tcase_create("timeout_zero");
 	TCase *shut = tcase_create("after_shutdown");
 	TCase *over = tcase_create("over_release");
-	TCase *all[] = { reuse, destroy, zero, shut, over };
+	TCase *over_all = tcase_create("over_release_all_back");
+	TCase *all[] = { reuse, destroy, zero, shut, over, over_all };
 
 	/* A hang the deadlines cannot catch (one inside the fixture) ends
 	 * the test at Check's timeout. */
@@ -1230,6 +1258,9 @@ static Suite *misuse_suite(void)
 	tcase_add_test(over, test_over_release_slow_path);
 	tcase_add_test(over, test_over_release_snapshot);
 	suite_add_tcase(s, over);
+
+	tcase_add_test(over_all, test_over_release_after_all_released);
+	suite_add_tcase(s, over_all);
 	return s;
 }
 
