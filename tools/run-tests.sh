@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Build libspacersv and run every test suite (unit, stress, abi, trace, ...).
+# Build libspacersv and run every test suite (unit, stress, abi, trace, ...;
+# not "pending", the tests of bugs not fixed yet: `meson test --suite pending`).
 # This is the README's test command and the first CI stage.
 #
 # usage: tools/run-tests.sh [--no-deps] [--builddir DIR] [-- MESON_SETUP_ARGS...]
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
 	--no-deps) deps=false; shift ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--) shift; break ;;
-	-h|--help) sed -n '4,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--version)
 		sed -n "s/^  version: '\\([^']*\\)',\$/run-tests.sh (libspacersv) \\1/p" meson.build
 		exit 0 ;;

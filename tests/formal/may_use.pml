@@ -69,6 +69,50 @@
  *                         XADD_RECHECK, the recheck added: a lawful
  *                         release refused)
  *   XADD_UNDO + MUTANT_NO_UNDO  ... with the undo omitted
+ *
+ * -DCAPACITY adds a third kind of process, the pool's capacity changes
+ * (under the pool lock, which alloc() and free_reserved() then take too):
+ * srsv_space_set_readonly() without force (space.c 615-644: a charge
+ * through the admission word, then readonly += x, then may_use -= x),
+ * srsv_space_clear_readonly() (562, transition() 474-497),
+ * srsv_space_grow() (568-590), srsv_space_shrink() (592-613), the removal
+ * of a block group that holds no readonly bytes (give_back() in
+ * lib/bgroup.c 789-815: a charge through the word, total -= x, may_use
+ * -= x) and the addition of a zone group whose last byte is not writable
+ * (pool_grow() in lib/bgroup.c 421-431: zone_unusable, hence claimed,
+ * += 1, then total += 2).  TOTAL is then the pool's initial total, `total`
+ * the word s->counters[SRSV__TOTAL], and admission is try_charge_cap().
+ * The callers make no over-release in these runs (an over-release that
+ * took a capacity change's own charge is a caller bug this part does not
+ * judge), and every admission is asserted against the pool's real total
+ * at the instant it is confirmed.
+ *
+ * Under CAPACITY the default is the FIXED protocol, not today's code (see
+ * try_charge_cap() and README.md): every change of total is bracketed, under
+ * the pool lock, by two increments of a capacity sequence word (odd while
+ * it runs); admission loads the sequence word first and leaves an odd one
+ * to the slow path, and after its compare-and-swap loads claimed, then the
+ * sequence word: a changed sequence word takes the admission back and
+ * starts again; an unchanged one means total did not move, and claimed is
+ * judged as today.
+ * Capacity mutants (-D, with -DCAPACITY), each must be refuted:
+ *   MUTANT_TODAY          today's lib/space.c: no sequence word, the
+ *                         re-check after the swap loads claimed only, and
+ *                         shrink lowers readonly (claimed) before total
+ *   MUTANT_TOTAL_RECHECK  no sequence word; after the swap claimed, then
+ *                         total are loaded again and judged (shrink lowers
+ *                         total first): the two loads are not a snapshot
+ *   MUTANT_CACHE_TODAY    today's charge_far_from_full() (lib/cache.c): no
+ *                         sequence word, total loaded before claimed, and
+ *                         the fit judged again after the swap on total and
+ *                         claimed loaded again, in that order
+ *   MUTANT_SEQ_NOT_RECHECKED  the sequence word is not loaded again after
+ *                         the swap (an odd one still sends the caller to
+ *                         the slow path)
+ *   MUTANT_SEQ_ODD_IGNORED    an odd sequence word does not stop admission
+ * MUTANT_SHRINK_CLAIMED_FIRST makes shrink lower claimed before total (as
+ * today); with the sequence word the order does not matter, and run.sh runs
+ * the fixed protocol with it as a model that must pass.
  */
 
 #ifndef NPROC
@@ -81,21 +125,75 @@
 #define TOTAL 3
 #endif
 
+#ifndef CAPOPS
+#define CAPOPS 2
+#endif
+#ifndef MAXTOTAL
+#define MAXTOTAL 4	/* grow() is refused above it (a model bound) */
+#endif
+#ifndef BASE
+#define BASE 0		/* bytes of may_use held from the start by a caller
+			 * that does nothing else (CAPACITY) */
+#endif
+
 #define W 64
 #define WRAPPED 48
 #define EINVAL 22
 
-int word = 0;		/* s->may_use */
+#ifdef CAPACITY
+#define NSLOTS 7	/* init, NPROC <= 4 callers, the capacity process */
+#ifdef XADD_UNDO
+#error "CAPACITY models the compare-and-swap release only"
+#endif
+#else
+#define NSLOTS 5
+#endif
+
+int word = BASE;	/* s->may_use */
 int claimed = 0;	/* s->claimed */
-int held = 0;		/* ghost: bytes of may_use the callers hold */
+int held = BASE;	/* ghost: bytes of may_use the callers hold */
 int accepted_over = 0;	/* ghost: over-releases the pool accepted */
 int moving = 0;		/* ghost: in claimed, not yet out of may_use */
 int pending = 0;	/* ghost: subtracted, not yet judged (XADD_UNDO) */
 int tentative = 0;	/* ghost: admitted in the word, not yet confirmed */
-int inrel[5];		/* ghost: a lawful release in progress, its bytes */
-bool must[5];		/* ghost: an admission counted on that release */
-bool nowait[5];		/* ghost: the caller is in a NOWAIT entry point */
+int inrel[NSLOTS];	/* ghost: a lawful release in progress, its bytes */
+bool must[NSLOTS];	/* ghost: an admission counted on that release */
+bool nowait[NSLOTS];	/* ghost: the caller is in a NOWAIT entry point */
 byte done = 0;
+
+#ifdef CAPACITY
+int total = TOTAL;	/* s->counters[SRSV__TOTAL] */
+int readonly = 0;	/* s->counters[SRSV__READONLY] (part of claimed) */
+int unusable = 0;	/* s->counters[SRSV__ZONE_UNUSABLE] (part of claimed) */
+byte seq = 0;		/* the capacity sequence word (the fix; odd while a
+			 * change of total runs) */
+byte lock = 0;		/* s->lock: the holder's _pid, 0 when free */
+int leaving = 0;	/* ghost: readonly bytes a shrink took out of total,
+			 * still in claimed */
+int lagging = 0;	/* ghost: readonly bytes a shrink took out of
+			 * claimed, total not yet lowered */
+int outgoing = 0;	/* ghost: bytes a group removal charged and took out
+			 * of total, not yet out of the word */
+int arriving = 0;	/* ghost: a new zone's unwritable byte, in claimed
+			 * before the zone is in total */
+#define CAP (total - lagging)	/* the pool's real total */
+#define LOCK atomic { lock == 0 -> lock = _pid }
+#define UNLOCK lock = 0
+#if defined(MUTANT_TODAY) || defined(MUTANT_TOTAL_RECHECK) || \
+    defined(MUTANT_CACHE_TODAY)
+#define SEQ_BUMP skip	/* no sequence word */
+#else
+#define SEQ_BUMP seq = seq + 1
+#endif
+#ifdef MUTANT_TODAY
+#define MUTANT_SHRINK_CLAIMED_FIRST
+#endif
+#else
+#define CAP TOTAL
+#define leaving 0
+#define outgoing 0
+#define arriving 0
+#endif
 
 #define INVARIANT \
 	assert(word == (held - accepted_over - pending + tentative + 2 * W) % W)
@@ -120,13 +218,14 @@ byte done = 0;
 #define mark_inrel() \
 	must[1] = must[1] || inrel[1] > 0; must[2] = must[2] || inrel[2] > 0; \
 	must[3] = must[3] || inrel[3] > 0; must[4] = must[4] || inrel[4] > 0
-#define USAGE (held - accepted_over + claimed - moving)
+#define USAGE (held - accepted_over - outgoing + claimed - moving - leaving - \
+	       arriving)
 
-/* An admission of @b takes effect. */
+/* An admission of @b takes effect (checked against the real total). */
 #define ADMITTED(b) \
-	assert(USAGE + b <= TOTAL || USAGE - inrel_sum() + b <= TOTAL); \
+	assert(USAGE + b <= CAP || USAGE - inrel_sum() + b <= CAP); \
 	if \
-	:: USAGE + b > TOTAL -> mark_inrel() \
+	:: USAGE + b > CAP -> mark_inrel() \
 	:: else \
 	fi; \
 	held = held + b
@@ -367,6 +466,9 @@ inline try_charge(b, ok, mu, seen, cl)
  */
 inline alloc(b, old, seen, ret)
 {
+#ifdef CAPACITY
+	LOCK;
+#endif
 	if							/* 520-521 */
 	:: atomic { word < b -> REFUSED(b, true); ret = -EINVAL }
 	:: else ->
@@ -381,11 +483,308 @@ inline alloc(b, old, seen, ret)
 			fi
 		}
 	fi;
+#ifdef CAPACITY
+	UNLOCK;
+	if
+	:: ret == 0 -> LOCK; claimed = claimed - b; UNLOCK
+	:: else
+	fi
+#else
 	if				/* srsv_space_free_reserved(), transition() */
 	:: ret == 0 -> atomic { claimed = claimed - b }
 	:: else
 	fi
+#endif
 }
+
+#ifdef CAPACITY
+/* srsv__space_take_back: claimed_still_fits() 309, srsv__may_use_sub_clamped()
+ * (no over-release in these runs: exact) */
+#define TAKE_BACK(b) \
+	d_step { \
+		assert(word >= b); \
+		word = word - b; \
+		tentative = tentative - b; \
+		INVARIANT \
+	}
+
+/* The decision after a successful swap, on values the process loaded:
+ * today's claimed_still_fits() (now == claimed, or a fit). */
+#define CONFIRM(cond) \
+	if \
+	:: cond -> tentative = tentative - b; ADMITTED(b); ok = true \
+	:: else -> ok = false \
+	fi
+
+/*
+ * srsv__space_try_charge() with capacity changes, mode NO_FLUSH (data:
+ * no overcommit).  Default: the fixed protocol.
+ *
+ *   1  g = seq (acquire); odd: a change of total runs, answer "no" (the
+ *      caller's slow path takes the pool lock, under which seq is even)
+ *   2  mu = may_use; cl = claimed; tt = total (acquire loads, in order)
+ *   3  no fit: answer "no"
+ *   4  CAS may_use mu -> mu + b; on a miss mu = what it found, back to 2
+ *   5  cl2 = claimed, then g2 = seq (acquire loads, in order)
+ *   6  g2 == g: total did not move since 1; admitted if cl2 == cl or the
+ *      bytes fit (mu, cl2, tt); else take back, mu = may_use, back to 2
+ *      g2 != g: take back, back to 1
+ */
+inline try_charge_cap(b, ok, mu, seen, cl)
+{
+	do
+	:: true ->
+		restart = false;
+#if !defined(MUTANT_TODAY) && !defined(MUTANT_TOTAL_RECHECK) && \
+    !defined(MUTANT_CACHE_TODAY)
+		g = seq;					/* 1 */
+#ifndef MUTANT_SEQ_ODD_IGNORED
+		if
+		:: g % 2 == 1 -> ok = false; break
+		:: else
+		fi;
+#endif
+#endif
+		mu = word;					/* 2 */
+		do
+		:: true ->
+#ifdef MUTANT_CACHE_TODAY
+			tt = total;	/* far_from_full(): total, then claimed */
+			cl = claimed;
+#else
+			cl = claimed;	/* 321, then fits() 270 */
+			tt = total;
+#endif
+			if					/* 3 */
+			:: cl + mu + b > tt -> ok = false; break
+			:: else
+			fi;
+			d_step {				/* 4 */
+				seen = word;
+				if
+				:: seen == mu ->
+					word = (word + b) % W;
+					tentative = tentative + b
+				:: else
+				fi;
+				INVARIANT
+			}
+			if
+			:: seen == mu ->
+#if defined(MUTANT_TODAY)
+				/* claimed_still_fits() 303-304: claimed
+				 * unchanged stands; else fits() loads total */
+				d_step {
+					cl2 = claimed;
+					CONFIRM(cl2 == cl)
+				}
+				if
+				:: !ok ->
+					d_step {
+						tt2 = total;
+						CONFIRM(cl2 + mu + b <= tt2)
+					}
+				:: else
+				fi;
+#elif defined(MUTANT_TOTAL_RECHECK)
+				cl2 = claimed;
+				d_step {
+					tt2 = total;
+					CONFIRM((cl2 == cl && tt2 == tt) ||
+						cl2 + mu + b <= tt2)
+				}
+#elif defined(MUTANT_CACHE_TODAY)
+				tt2 = total;	/* charge_far_from_full() 326 */
+				d_step {
+					cl2 = claimed;
+					CONFIRM(cl2 + mu + b <= tt2)
+				}
+#elif defined(MUTANT_SEQ_NOT_RECHECKED)
+				d_step {
+					cl2 = claimed;
+					CONFIRM(cl2 == cl || cl2 + mu + b <= tt)
+				}
+#else
+				cl2 = claimed;			/* 5 */
+				d_step {
+					g2 = seq;		/* 6 */
+					CONFIRM(g2 == g &&
+						(cl2 == cl || cl2 + mu + b <= tt))
+				}
+#endif
+				if
+				:: ok -> break
+				:: else ->
+					TAKE_BACK(b);
+#if !defined(MUTANT_TODAY) && !defined(MUTANT_TOTAL_RECHECK) && \
+    !defined(MUTANT_CACHE_TODAY) && !defined(MUTANT_SEQ_NOT_RECHECKED)
+					if
+					:: g2 != g -> restart = true; break
+					:: else
+					fi;
+#endif
+					mu = word
+				fi
+			:: else -> mu = seen
+			fi
+		od;
+		if
+		:: restart
+		:: else -> break
+		fi
+	od
+}
+
+/* A caller's admission: the capacity-aware one under CAPACITY. */
+#define TRY_CHARGE try_charge_cap
+
+/*
+ * The capacity changes, each called with the pool lock held.  x is 1 or 2
+ * bytes; a change that is refused (-EINVAL, -ENOSPC) changes nothing.
+ * Every change of total is bracketed by SEQ_BUMP (the fix).
+ */
+
+/* srsv_space_set_readonly(s, x, false), 625-642: charge x through the
+ * word, readonly (and claimed) += x, then may_use -= x (no over-release
+ * in CAPACITY runs: the compare-and-swap loop's one successful step). */
+inline set_readonly(x, ok, old, seen, cl)
+{
+	try_charge_cap(x, ok, old, seen, cl);
+	if
+	:: ok ->
+		d_step {					/* 638 */
+			claimed = claimed + x;
+			readonly = readonly + x;
+			moving = moving + x
+		};
+		d_step {					/* 639 */
+			assert(word >= x);
+			word = word - x;
+			held = held - x;
+			moving = moving - x;
+			INVARIANT
+		}
+	:: else
+	fi
+}
+
+/* srsv_space_clear_readonly(), transition() 486-487: readonly (and
+ * claimed) -= x. */
+inline clear_readonly(x)
+{
+	if
+	:: readonly < x -> skip				/* -EINVAL */
+	:: else -> d_step { claimed = claimed - x; readonly = readonly - x }
+	fi
+}
+
+/* srsv_space_grow(), 578-583: total += x. */
+inline grow(x)
+{
+	if
+	:: total + x > MAXTOTAL -> skip			/* model bound */
+	:: else -> SEQ_BUMP; total = total + x; SEQ_BUMP
+	fi
+}
+
+/* srsv_space_shrink(), 602-608: readonly -= x and total -= x.  Today
+ * (MUTANT_SHRINK_CLAIMED_FIRST) readonly, hence claimed, first. */
+inline shrink(x)
+{
+	if
+	:: readonly < x || total < x -> skip		/* -EINVAL */
+	:: else ->
+		SEQ_BUMP;
+#ifdef MUTANT_SHRINK_CLAIMED_FIRST
+		d_step {					/* 606 */
+			claimed = claimed - x;
+			readonly = readonly - x;
+			lagging = x
+		};
+		d_step { total = total - x; lagging = 0 };	/* 607 */
+#else
+		d_step { total = total - x; leaving = x };
+		d_step {
+			claimed = claimed - x;
+			readonly = readonly - x;
+			leaving = 0
+		};
+#endif
+		SEQ_BUMP
+	fi
+}
+
+/* give_back() (lib/bgroup.c 789-815) of a group with no readonly bytes:
+ * charge x through the word (NO_OVERCOMMIT), total -= x, may_use -= x. */
+inline remove_group(x, ok, old, seen, cl)
+{
+	try_charge_cap(x, ok, old, seen, cl);
+	if
+	:: ok ->
+		SEQ_BUMP;
+		d_step { total = total - x; outgoing = outgoing + x };	/* 806 */
+		SEQ_BUMP;
+		d_step {					/* 810 */
+			assert(word >= x);
+			word = word - x;
+			held = held - x;
+			outgoing = outgoing - x;
+			INVARIANT
+		}
+	:: else
+	fi
+}
+
+/* A zone group of 2 bytes, 1 writable (pool_grow(), lib/bgroup.c
+ * 421-431): zone_unusable (claimed) += 1, then total += 2. */
+inline add_zone()
+{
+	if
+	:: total + 2 > MAXTOTAL -> skip			/* model bound */
+	:: else ->
+		SEQ_BUMP;
+		d_step {					/* 424 */
+			claimed = claimed + 1;
+			unusable = unusable + 1;
+			arriving = 1
+		};
+		d_step { total = total + 2; arriving = 0 };	/* 428 */
+		SEQ_BUMP
+	fi
+}
+
+/* CAPOPS capacity changes, each chosen among the six, of 1 or 2 bytes. */
+proctype capacity()
+{
+	int x, old, seen, cl, tt, cl2, tt2;
+	byte g, g2;
+	bool ok, restart;
+	byte r = 0;
+
+	do
+	:: r == CAPOPS -> break
+	:: r < CAPOPS ->
+		if
+		:: x = 1
+		:: x = 2
+		fi;
+		LOCK;
+		if
+		:: true -> set_readonly(x, ok, old, seen, cl)
+		:: true -> clear_readonly(x)
+		:: true -> grow(x)
+		:: true -> shrink(x)
+		:: true -> remove_group(x, ok, old, seen, cl)
+		:: x == 2 -> add_zone()
+		fi;
+		UNLOCK;
+progress_cap:	r++
+	od;
+	atomic { done++ }
+}
+#else
+#define TRY_CHARGE try_charge
+#endif
 
 /*
  * A caller, ROUNDS times one of:
@@ -402,6 +801,11 @@ inline alloc(b, old, seen, ret)
 proctype caller()
 {
 	int b, old, seen, ret, cl;
+#ifdef CAPACITY
+	int tt, cl2, tt2;
+	byte g, g2;
+	bool restart;
+#endif
 	bool ok;
 	byte r = 0;
 
@@ -415,14 +819,14 @@ proctype caller()
 		if
 		:: true ->
 			nowait[_pid] = true;
-			try_charge(b, ok, old, seen, cl);
+			TRY_CHARGE(b, ok, old, seen, cl);
 			if
 			:: ok -> may_use_sub(b, true, old, seen, ret)
 			:: else
 			fi;
 			nowait[_pid] = false
 		:: true ->
-			try_charge(b, ok, old, seen, cl);
+			TRY_CHARGE(b, ok, old, seen, cl);
 			if
 			:: ok -> alloc(b, old, seen, ret)
 			:: else
@@ -432,8 +836,10 @@ proctype caller()
 			may_use_add(b, old, seen);
 			may_use_sub(b, true, old, seen, ret)
 #endif
+#ifndef CAPACITY
 		:: true ->
 			may_use_sub(b, false, old, seen, ret)
+#endif
 		fi;
 progress_op:	r++
 	od;
@@ -449,9 +855,20 @@ init
 		for (i : 1 .. NPROC) {
 			run caller()
 		}
+#ifdef CAPACITY
+		run capacity()
+#endif
 	}
+#ifdef CAPACITY
+	done == NPROC + 1;
+	/* Quiescence: what is left in claimed is readonly and unusable. */
+	assert(pending == 0 && moving == 0 && claimed == readonly + unusable);
+	assert(leaving == 0 && lagging == 0 && outgoing == 0);
+	assert(USAGE <= CAP);
+#else
 	done == NPROC;
 	/* Quiescence: nothing pending, nothing lost or invented. */
 	assert(pending == 0 && moving == 0 && claimed == 0);
+#endif
 	assert(word == held - accepted_over)
 }

@@ -171,6 +171,25 @@ if [ "$long" = true ]; then
 	check model may_use-3x2          $M safety  "-DNPROC=3 -DROUNDS=2"
 	check model may_use-4x1          $M safety  "-DNPROC=4 -DROUNDS=1"
 fi
+# Capacity changes (set_readonly, clear_readonly, grow, shrink, a group's
+# removal, a zone's addition) racing lock-free admission: the fixed
+# protocol (a capacity sequence word) passes with either order of shrink's
+# stores; today's code and each weaker design are refuted.
+CAP="-DCAPACITY -DBASE=1"
+check model  may_use-cap-1x2        $M safety   "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3"
+check model  may_use-cap-1x2-shrink-claimed-first $M safety "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_SHRINK_CLAIMED_FIRST"
+check model  may_use-cap-2x1        $M safety   "$CAP -DNPROC=2 -DROUNDS=1 -DCAPOPS=1"
+check model  may_use-cap-1x2-progress $M progress "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=2"
+check mutant may_use-cap-today      $M safety   "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_TODAY"
+check mutant may_use-cap-total-recheck $M safety "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_TOTAL_RECHECK"
+check mutant may_use-cap-cache-today $M safety  "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_CACHE_TODAY"
+check mutant may_use-cap-seq-not-rechecked $M safety "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_SEQ_NOT_RECHECKED"
+check mutant may_use-cap-seq-odd-ignored $M safety "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=3 -DMUTANT_SEQ_ODD_IGNORED -DMUTANT_SHRINK_CLAIMED_FIRST"
+if [ "$long" = true ]; then
+	check model may_use-cap-1x2x4    $M safety  "$CAP -DNPROC=1 -DROUNDS=2 -DCAPOPS=4"
+	check model may_use-cap-1x3-t4   $M safety  "$CAP -DNPROC=1 -DROUNDS=3 -DCAPOPS=3 -DTOTAL=4 -DMAXTOTAL=6"
+	check model may_use-cap-2x1x2    $M safety  "-DCAPACITY -DNPROC=2 -DROUNDS=1 -DCAPOPS=2"
+fi
 
 # --- cache.pml: the per-CPU caches' credit ---------------------------------------
 C=cache.pml
