@@ -198,7 +198,10 @@ SRSV__EXPORT int srsv_rsv_refill(struct srsv_rsv *rsv, uint64_t min_reserved,
 
 	if (!rsv_valid(rsv))
 		return -EINVAL;
-	if (min_reserved > SRSV_MAX_BYTES)
+	/* Bad input is refused whether or not anything is missing. */
+	if (min_reserved > SRSV_MAX_BYTES || (int)mode < 0 ||
+	    mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)))
 		return rsv_refused(rsv, min_reserved);
 	if (flags & SRSV_RESERVE_NOWAIT) {
 		if (!srsv__rsv_trylock(rsv))

@@ -731,7 +731,7 @@ SRSV__EXPORT int srsv_zone_group_info_sized(struct srsv_zone_group *g,
 
 SRSV__EXPORT uint64_t srsv_zone_group_room(const struct srsv_zone_group *g)
 {
-	return group_room(g);
+	return g ? group_room(g) : 0;
 }
 
 SRSV__EXPORT int srsv_zoned_get_info_sized(struct srsv_ctx *ctx,

@@ -378,8 +378,8 @@ int srsv_ctx_run_pending(struct srsv_ctx *ctx);
 
 /**
  * The user pointer from the config.
- * @param ctx the ctx (must not be NULL)
- * @return cfg.user as given to srsv_ctx_create()
+ * @param ctx the ctx
+ * @return cfg.user as given to srsv_ctx_create(); NULL when @p ctx is NULL
  * @note Thread-safe.
  */
 void *srsv_ctx_user(const struct srsv_ctx *ctx);

@@ -95,6 +95,8 @@ SRSV_MUST_CHECK int srsv_rsv_add(struct srsv_rsv *rsv, uint64_t bytes, enum srsv
  * @param mode flush mode
  * @param flags ::srsv_reserve_flags
  * @retval 0 success (also when it already held enough)
+ * @retval -EINVAL an unknown mode or flag, or too many bytes, even when
+ *         it already held enough (counted as refused); nothing changed
  * @retval negative as srsv_space_reserve(); the rsv is unchanged
  * @note Thread-safe.
  */

@@ -416,8 +416,8 @@ SRSV_MUST_CHECK int srsv_zone_group_info_sized(struct srsv_zone_group *group,
 /**
  * Room left in the group (capacity - alloc_offset), read lock-free: a
  * hint, as srsv_zone_hint()'s.
- * @param group the group (must not be NULL)
- * @return bytes
+ * @param group the group
+ * @return bytes; 0 when @p group is NULL
  * @note Thread-safe, lock-free.
  */
 uint64_t srsv_zone_group_room(const struct srsv_zone_group *group);
