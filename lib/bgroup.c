@@ -680,6 +680,9 @@ again:
 	}
 }
 
+/* Not inlined into reclaim_take (a batch of one): gcc's -O3 then warns
+ * about batch[1], on a path max = 1 never takes. */
+__attribute__((noinline))
 unsigned srsv__bg_choose(struct srsv__bgroups *bgs, struct srsv_space *s,
 			 const struct srsv__bg_flavour *flavour,
 			 struct srsv__bg **batch, unsigned max)
@@ -815,6 +818,7 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g)
 	} else if (g->flavour) {
 		/* A zone: the unwritable tail is claimed before the total
 		 * grows, so a lock-free admission never sees it as free. */
+		srsv__capacity_begin(s);
 		if (tail)
 			ret = srsv__space_update(s, SRSV__ZONE_UNUSABLE,
 						 (int64_t)tail);
@@ -825,6 +829,7 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g)
 				srsv__space_update(s, SRSV__ZONE_UNUSABLE,
 						   -(int64_t)tail);
 		}
+		srsv__capacity_end(s);
 	} else if (g->length > UINT64_MAX / factor_of(bgs, s) ||
 		   !srsv__ao_sub_checked(&ctx->unallocated,
 					 g->length * factor_of(bgs, s))) {
@@ -834,7 +839,9 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g)
 	} else {
 		/* Unallocated first, then the pool: overcommit never counts
 		 * the chunk twice. */
+		srsv__capacity_begin(s);
 		srsv__space_update(s, SRSV__TOTAL, (int64_t)g->length);
+		srsv__capacity_end(s);
 	}
 	if (!ret) {
 		/* New capacity: btrfs_add_bg_to_space_info() clears full. */
@@ -869,11 +876,13 @@ static int give_back(struct srsv__bgroups *bgs, struct srsv__bg *g)
 	}
 	/* Charged: total, then readonly, then may_use drop; a lock-free
 	 * reader may see the pool fuller than it is, never emptier. */
+	srsv__capacity_begin(s);
 	srsv__space_update(s, SRSV__TOTAL, -(int64_t)g->length);
 	if (g->ro_bytes)
 		srsv__space_update(s, SRSV__READONLY, -(int64_t)g->ro_bytes);
 	if (rest)
 		srsv__may_use_sub(s, rest);
+	srsv__capacity_end(s);
 	srsv__cache_unblock(s);
 	srsv__unlock(&s->lock);
 	AO_fetch_and_add(&ctx->unallocated, (AO_t)(g->length *
@@ -1369,7 +1378,7 @@ SRSV__EXPORT int srsv_bgroup_reclaim_take_sized(struct srsv_ctx *ctx,
 {
 	struct srsv__bgroups *bgs = cfg_of(ctx);
 	struct srsv_bgroup_info all;
-	struct srsv__bg *g;
+	struct srsv__bg *g = NULL;
 	int ret = -ENOENT;
 
 	if (!bgs || !out || size < BG_INFO_MIN)

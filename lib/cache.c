@@ -301,10 +301,11 @@ static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c)
 static bool far_from_full(const struct srsv_space *s, uint64_t may_use,
 			  uint64_t grab)
 {
-	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
 	uint64_t need = grab + s->cache_margin;
-	/* Loaded after may_use: see "claimed" in internal.h. */
+	/* Loaded after may_use: see "claimed" in internal.h; total after
+	 * claimed (a refill judges both again with cap_seq, below). */
 	uint64_t claimed = AO_load_acquire(&s->claimed);
+	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
 
 	return need <= total && claimed <= total - need &&
 	       may_use <= total - need - claimed;
@@ -314,8 +315,13 @@ static bool far_from_full(const struct srsv_space *s, uint64_t may_use,
 static bool charge_far_from_full(struct srsv_space *s, uint64_t grab,
 				 uint64_t *after)
 {
+	/* As srsv__space_try_charge(): no refill while the total changes,
+	 * and none that the total moved under (counters.h, cap_seq). */
+	AO_t seq = AO_load_acquire(&s->cap_seq);
 	AO_t may_use = AO_load_acquire(&s->may_use), seen;
 
+	if (seq & 1)
+		return false;
 	for (;; may_use = seen) {
 		if (!far_from_full(s, may_use, grab))
 			return false;
@@ -332,7 +338,8 @@ static bool charge_far_from_full(struct srsv_space *s, uint64_t grab,
 	 * deciding waits for this.
 	 */
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)grab);
-	if (!far_from_full(s, may_use, grab)) {
+	if (!far_from_full(s, may_use, grab) ||
+	    AO_load_acquire(&s->cap_seq) != seq) {
 		srsv__may_use_sub_clamped(s, grab);
 		return false;
 	}

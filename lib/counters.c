@@ -245,21 +245,32 @@ uint64_t srsv__available_free_space(const struct srsv_space *s, int mode)
  * Written so that no sum wraps: forced read-only space and the global
  * reserve may push the counters beyond the pool's size.
  */
-static bool fits(const struct srsv_space *s, uint64_t may_use,
-		 uint64_t claimed, uint64_t bytes, int mode)
+static __attribute__((noinline)) bool
+fits_beyond(const struct srsv_space *s, uint64_t used, uint64_t claimed,
+	    uint64_t total, uint64_t bytes, int mode)
 {
-	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
-	uint64_t used = srsv__sat_add(claimed, may_use);
 	uint64_t limit;
 
 	if (mode == SRSV__CHARGE_EMERGENCY)
 		return bytes <= total && claimed <= total - bytes;
-	if (bytes <= total && used <= total - bytes)
-		return true;
 	if (mode == SRSV__CHARGE_NO_OVERCOMMIT || s->is_data)
 		return false;
 	limit = srsv__sat_add(total, srsv__available_free_space(s, mode));
 	return bytes < limit && used < limit - bytes;
+}
+
+/* The plain fit inline; emergency and overcommit out of line (rare on the
+ * fast path, and heavy: they would cost the loop its registers). */
+static inline bool fits(const struct srsv_space *s, uint64_t may_use,
+			uint64_t claimed, uint64_t total, uint64_t bytes,
+			int mode)
+{
+	uint64_t used = srsv__sat_add(claimed, may_use);
+
+	if (__builtin_expect(mode != SRSV__CHARGE_EMERGENCY, 1) &&
+	    bytes <= total && used <= total - bytes)
+		return true;
+	return fits_beyond(s, used, claimed, total, bytes, mode);
 }
 
 uint64_t srsv__space_room(const struct srsv_space *s, int mode)
@@ -276,35 +287,39 @@ uint64_t srsv__space_room(const struct srsv_space *s, int mode)
 	return limit > used + 1 ? srsv__max(room, limit - used - 1) : room;
 }
 
+static void charged(struct srsv_space *s, uint64_t may_use, uint64_t bytes,
+		    uint64_t *after)
+{
+	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
+	/* Pacing's measure of what reclaim gave back (pace.c). */
+	if (__builtin_expect(s->pace != NULL, 0))
+		AO_fetch_and_add(&s->charged, (AO_t)bytes);
+	if (after)
+		*after = may_use + bytes;
+}
+
 /*
- * After a successful compare-and-swap of may_use from @may_use: whether
- * the admission still fits "claimed" as it is now.  The swap proves the
- * word held @may_use, not that it held it throughout: between our load of
- * claimed and the swap, another thread may have reserved, moved those
- * bytes into claimed (srsv_space_alloc(): claimed up, then may_use down)
- * and so brought the word back to @may_use, and we would have admitted
- * against a claimed that no longer holds (an ABA the SPIN model
- * tests/formal/may_use.pml found: MUTANT_NO_RECHECK).  claimed loaded
- * after the swap includes every such move, whose addition to claimed came
- * before its subtraction from may_use.  If it no longer fits, the
- * admission is taken back (our own bytes: exact unless an over-release
- * took them), and a ticket queued meanwhile, which may have failed to
- * fit because of our passing charge, is served through the pool's hook
- * (srsv_space::undone: granting is a layer above this one).  Under the
- * pool lock claimed cannot change and this is one load.
+ * The re-check's slow side, out of line so that the fast path keeps its
+ * registers: claimed or cap_seq moved since our loads.  Admitted if the
+ * total did not change and the bytes still fit; else taken back and tried
+ * again from the start.
  */
-static bool claimed_still_fits(struct srsv_space *s, uint64_t may_use,
-			       uint64_t claimed, uint64_t bytes, int mode)
+static __attribute__((noinline)) bool
+recheck(struct srsv_space *s, uint64_t may_use, uint64_t total, AO_t seq,
+	uint64_t bytes, int mode, uint64_t *after)
 {
 	uint64_t now = AO_load_acquire(&s->claimed);
 
-	if (now == claimed || fits(s, may_use, now, bytes, mode))
+	if (AO_load_acquire(&s->cap_seq) == seq &&
+	    fits(s, may_use, now, total, bytes, mode)) {
+		charged(s, may_use, bytes, after);
 		return true;
+	}
 	/* Traced as applied, then taken back: the trace's sums stay exact. */
 	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
 	srsv__may_use_sub_clamped(s, bytes);
 	s->undone(s);
-	return false;
+	return srsv__space_try_charge(s, bytes, mode, after);
 }
 
 /* The first failed compare-and-swap engages the caches (cache.c). */
@@ -313,35 +328,82 @@ static __attribute__((noinline, cold)) void engage_caches(struct srsv_space *s)
 	AO_store_release(&s->cache_on, 1);
 }
 
-bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
-			    uint64_t *after)
+/*
+ * The lock-free charge.  After a successful compare-and-swap of may_use
+ * from @may_use it checks that the admission still fits.  The swap proves the word held @may_use, not
+ * that it held it throughout: between our loads and the swap, another
+ * thread may have reserved, moved those bytes into claimed
+ * (srsv_space_alloc(): claimed up, then may_use down) and so brought the
+ * word back to @may_use, and we would have admitted against a claimed that
+ * no longer holds (an ABA the SPIN model tests/formal/may_use.pml found:
+ * MUTANT_NO_RECHECK).  claimed loaded after the swap includes every such
+ * move, whose addition to claimed came before its subtraction from
+ * may_use.  And the total may have changed meanwhile, with claimed back
+ * where it was (a set_readonly and a shrink of the same bytes: the model's
+ * CAPACITY case): cap_seq, loaded after claimed, tells, since every change
+ * of the total moves it (counters.h).  If it no longer fits, the admission
+ * is taken back (our own bytes: exact unless an over-release took them),
+ * and a ticket queued meanwhile, which may have failed to fit because of
+ * our passing charge, is served through the pool's hook (srsv_space::
+ * undone: granting is a layer above this one).  Under the pool lock
+ * neither word can change and this is two loads, as it is on the fast
+ * path when nothing moved (recheck() holds the rest).
+ */
+/* The whole of the charge, with the loop the fast path leaves out. */
+static __attribute__((noinline)) bool
+charge_loop(struct srsv_space *s, uint64_t bytes, int mode, uint64_t *after)
 {
+	/* A change of the total in progress: the slow path decides, under
+	 * the lock the change holds (never taken there: it is even). */
+	AO_t seq = AO_load_acquire(&s->cap_seq);
 	AO_t may_use = AO_load_acquire(&s->may_use), claimed, seen;
+	uint64_t total;
 
+	if (seq & 1)
+		return false;
 	for (;; may_use = seen) {
 		/* Loaded after may_use: see "claimed" in internal.h. */
 		claimed = AO_load_acquire(&s->claimed);
-		if (!fits(s, may_use, claimed, bytes, mode))
+		total = AO_load_acquire(&s->counters[SRSV__TOTAL]);
+		if (!fits(s, may_use, claimed, total, bytes, mode))
 			return false;
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, may_use,
 						      may_use + bytes);
-		if (seen == may_use) {
-			if (claimed_still_fits(s, may_use, claimed, bytes,
-					       mode))
-				break;
-			seen = AO_load_acquire(&s->may_use);
-			continue;
-		}
+		if (seen == may_use)
+			break;
 		/* Another CPU got in between: time for the caches. */
 		if (s->cache && !srsv__ld(&s->cache_on))
 			engage_caches(s);
 	}
-	srsv__trace_counter(s, SRSV__MAY_USE, may_use, (int64_t)bytes);
-	/* Pacing's measure of what reclaim gave back (pace.c). */
-	if (__builtin_expect(s->pace != NULL, 0))
-		AO_fetch_and_add(&s->charged, (AO_t)bytes);
-	if (after)
-		*after = may_use + bytes;
+	if (AO_load_acquire(&s->claimed) != claimed ||
+	    AO_load_acquire(&s->cap_seq) != seq)
+		return recheck(s, may_use, total, seq, bytes, mode, after);
+	charged(s, may_use, bytes, after);
+	return true;
+}
+
+bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
+			    uint64_t *after)
+{
+	/* The common case in straight line, every other one in
+	 * charge_loop(): a plain fit, no change of the total, one swap,
+	 * nothing moved after it. */
+	AO_t seq = AO_load_acquire(&s->cap_seq);
+	AO_t may_use = AO_load_acquire(&s->may_use);
+	AO_t claimed = AO_load_acquire(&s->claimed);
+	uint64_t total = AO_load_acquire(&s->counters[SRSV__TOTAL]);
+	uint64_t used = srsv__sat_add(claimed, may_use);
+
+	if (__builtin_expect((seq & 1) || mode == SRSV__CHARGE_EMERGENCY ||
+			     bytes > total || used > total - bytes, 0))
+		return charge_loop(s, bytes, mode, after);
+	if (__builtin_expect(!AO_compare_and_swap_full(&s->may_use, may_use,
+						       may_use + bytes), 0))
+		return charge_loop(s, bytes, mode, after);
+	if (__builtin_expect(AO_load_acquire(&s->claimed) != claimed ||
+			     AO_load_acquire(&s->cap_seq) != seq, 0))
+		return recheck(s, may_use, total, seq, bytes, mode, after);
+	charged(s, may_use, bytes, after);
 	return true;
 }
 

@@ -81,6 +81,25 @@ bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
 /* A @mode for srsv__space_try_charge(): used without may_use <= total. */
 #define SRSV__CHARGE_EMERGENCY (-2)
 
+/*
+ * Every change of a pool's total, under its lock, is bracketed by these:
+ * cap_seq odd before the change's first counter store, even after its
+ * last, so that a lock-free admission that read the old total and saw
+ * claimed come back to its old value (a set_readonly then a shrink by the
+ * same bytes) knows the total moved (tests/formal/may_use.pml, CAPACITY).
+ */
+static inline void srsv__capacity_begin(struct srsv_space *s)
+{
+	srsv__assert_held(&s->lock);
+	AO_store_release(&s->cap_seq, AO_load(&s->cap_seq) + 1);
+}
+
+static inline void srsv__capacity_end(struct srsv_space *s)
+{
+	srsv__assert_held(&s->lock);
+	AO_store_release(&s->cap_seq, AO_load(&s->cap_seq) + 1);
+}
+
 /* The most bytes a charge in @mode would admit now (the pool lock held:
  * exact).  srsv_space_reserve_partial()'s measure. */
 uint64_t srsv__space_room(const struct srsv_space *s, int mode);

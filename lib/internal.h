@@ -111,6 +111,10 @@ struct srsv_space {
 	volatile AO_t counters[SRSV__COUNTER_COUNT];
 	/* used + reserved + pinned + readonly + zone_unusable */
 	volatile AO_t claimed;
+	/* Odd while the total changes, bumped twice per change (counters.h,
+	 * srsv__capacity_begin()): a lock-free admission that saw it move
+	 * takes its charge back (tests/formal/README.md, capacity). */
+	volatile AO_t cap_seq;
 	/* (priority tickets << 32) | normal tickets; changed under lock */
 	volatile AO_t waiting;
 	/* Sum of queued tickets' bytes (under lock; read lock-free). */

@@ -373,6 +373,24 @@ static inline int resolve_mode(const struct srsv_space *s, int mode)
 	return mode;
 }
 
+/* A mover's fast path: its reserve first (it never runs dry on writers),
+ * then the pool with the priority modes' queue rule.  Out of line: the
+ * writers' fast path pays one test of the flag for it. */
+static __attribute__((noinline)) bool
+reserve_fast_mover(struct srsv_space *s, uint64_t bytes, int mode,
+		   unsigned flags)
+{
+	uint64_t after = 0;
+
+	if (!mover_take(s, bytes)) {
+		if (!try_reserve(s, bytes, mode, flags, &after))
+			return false;
+		after_charge(s, bytes, mode, after);
+	}
+	srsv__trace_reserve(s, bytes, mode, flags, 0);
+	return true;
+}
+
 /* Validate, then the lock-free fast path; true when reserved.  @mode is
  * resolved (resolve_mode()). */
 static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
@@ -386,12 +404,8 @@ static inline bool reserve_fast(struct srsv_space *s, uint64_t bytes, int mode,
 			srsv__refuse(s, SRSV_REFUSED_ARGS, bytes);
 		return true;
 	}
-	/* A mover's reserve serves it first (it never runs dry on writers). */
-	if (__builtin_expect(flags & SRSV_RESERVE_MOVER, 0) &&
-	    mover_take(s, bytes)) {
-		srsv__trace_reserve(s, bytes, mode, flags, 0);
-		return true;
-	}
+	if (__builtin_expect(flags & SRSV_RESERVE_MOVER, 0))
+		return reserve_fast_mover(s, bytes, mode, flags);
 	if (srsv__cache_engaged(s, bytes) &&
 	    reserve_cached(s, bytes, mode, flags))
 		return true;

@@ -193,7 +193,9 @@ SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
 	if (srsv__space_counter(s, SRSV__TOTAL) + bytes > SRSV_MAX_BYTES) {
 		ret = -EINVAL;
 	} else {
+		srsv__capacity_begin(s);
 		ret = srsv__space_update(s, SRSV__TOTAL, (int64_t)bytes);
+		srsv__capacity_end(s);
 		/* New capacity: btrfs clears full when a block group is added. */
 		srsv__st(&s->full, 0);
 		if (srsv__reserves_refill(s, bytes, false) < bytes)
@@ -219,8 +221,10 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 	    srsv__space_counter(s, SRSV__TOTAL) < bytes) {
 		ret = -EINVAL;
 	} else {
+		srsv__capacity_begin(s);
 		srsv__space_update(s, SRSV__READONLY, -(int64_t)bytes);
 		srsv__space_update(s, SRSV__TOTAL, -(int64_t)bytes);
+		srsv__capacity_end(s);
 	}
 	srsv__unlock(&s->lock);
 	if (ret)
