@@ -166,7 +166,7 @@
  * the first paced sleep of an episode raises the preemptive clamp
  * (srsv__maybe_clamp_preempt(), below), as a ticket that starts the async
  * flusher does.  Pacing and preemption are one feedback loop; design.md
- * section 22 names this call, and so does preempt.c.
+ * section 23 names this call, and so does preempt.c.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -70,7 +70,7 @@
  * and the reserve path (which queues it).  It runs as the preempt
  * worker's job (ctx.c gives it).  Pacing calls up into it once, by
  * design: a paced writer's first sleep raises the clamp
- * (srsv__maybe_clamp_preempt(), from pace.c; design.md section 22).
+ * (srsv__maybe_clamp_preempt(), from pace.c; design.md section 23).
  */
 #include "blockrsv.h"
 #include "callback.h"
