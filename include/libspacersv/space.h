@@ -52,6 +52,16 @@ extern "C" {
  * @retval -EDEADLK a flushing mode used from inside a flush callback
  * @retval other the error set by srsv_ctx_set_error()
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
+ * @warning Never call it with a flushing mode while holding a lock of
+ *          the engine's that its flush callback takes.  The reservation
+ *          waits for the flusher, the flusher waits inside the callback
+ *          for that lock, and neither returns; with a priority mode the
+ *          callback runs in this very thread, with the lock held.  The
+ *          library cannot see engine locks (it answers -EDEADLK only to a
+ *          call made from inside a callback).  Reserve before taking such
+ *          a lock, as btrfs reserves when it starts a transaction, before
+ *          it locks any tree block; under the lock, use ::SRSV_NO_FLUSH or
+ *          ::SRSV_RESERVE_NOWAIT, which never wait.
  */
 SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
 		       enum srsv_flush mode, unsigned flags);
@@ -67,6 +77,10 @@ SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
  *         removed under the pool lock, so the caller holds nothing
  * @retval 0 and the other errors as srsv_space_reserve()
  * @note Thread-safe.
+ * @warning As srsv_space_reserve(): never with a flushing mode while
+ *          holding an engine lock the flush callback takes.  The timeout
+ *          turns that deadlock into -ETIMEDOUT at best; with a priority
+ *          mode the callback runs in this thread and the lock is held.
  */
 SRSV_MUST_CHECK int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
 			       enum srsv_flush mode, unsigned flags,
@@ -124,6 +138,9 @@ SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ti
  * calls return the same result.  Unlike the srsv_space_reserve() family,
  * it must not race srsv_ctx_destroy(): call srsv_ctx_shutdown() (which
  * ends every ticket), let the waits return, then destroy.
+ * @warning As srsv_space_reserve(): never wait (@p timeout_ns not 0)
+ *          while holding an engine lock the flush callback takes.  For a
+ *          priority mode the callback runs in this thread.
  */
 SRSV_MUST_CHECK int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
 
