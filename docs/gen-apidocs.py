@@ -244,7 +244,6 @@ def synopsis_call(rtype, name, params, width=SYNOPSIS_WIDTH):
         gap = '' if ptype.endswith('*') else ' '
         pieces.append((ptype + gap, pname, sep))
     lines, cur, col = [], [], len(head)
-    first = True
     indent = ' ' * len(head)
     for ptype, pname, sep in pieces:
         size = len(ptype) + len(pname) + len(sep) + 1
