@@ -46,6 +46,7 @@ the trace test suite (tests/trace/check_trace.py).
 
 import argparse
 import errno
+import mmap
 import os
 import re
 import shutil
@@ -858,7 +859,9 @@ class _Decoder:
                 v = table.get(v, v)
             return v, pos
         if isinstance(typ, _Str):
-            end = data.index(b'\0', pos)
+            end = data.find(b'\0', pos)
+            if end < 0:
+                raise TraceError('unterminated string in a CTF packet')
             return data[pos:end].decode('utf-8', 'replace'), end + 1
         if isinstance(typ, _Array):
             n = typ.length
@@ -936,8 +939,8 @@ class _EventClass:
         self.counted = short in count_only
 
     def _pool_peek(self, order, fmts):
-        """(unpack of just (ctx, pool), the pool's enum table, the pairs
-        seen), or None when the event has no pool."""
+        """(unpack of just (ctx, pool), the pool's enum table, add to the
+        pairs seen, the pairs seen), or None when the event has no pool."""
         names = [n for n, _ in self.fields]
         if 'ctx' not in names or 'pool' not in names:
             return None
@@ -952,8 +955,10 @@ class _EventClass:
             return None
         t = self.fields[names.index('pool')][1]
         table = t.enum_table() if t.labels is not None else {}
-        # The (ctx, pool number) pairs seen, turned into pools at the end.
-        return struct.Struct(fmt).unpack_from, table, set()
+        # The (ctx, pool number) pairs seen (its add method, and itself),
+        # turned into pools at the end.
+        seen = set()
+        return struct.Struct(fmt).unpack_from, table, seen.add, seen
 
     def _builder(self):
         """A function (values, ts) -> event dict, generated for speed."""
@@ -1023,9 +1028,11 @@ def _load_ctf_trace(tdir, events, skip, span):
         if name == 'metadata' or name.startswith('.') or \
                 not os.path.isfile(fpath):
             continue
-        with open(fpath, 'rb') as f:
-            data = f.read()
-        if data:
+        if os.path.getsize(fpath) == 0:
+            continue
+        # Mapped, not read: the page cache is the only copy.
+        with open(fpath, 'rb') as f, \
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             _read_stream(data, meta, classes, compiled, events, skip, span,
                          freq, offset_ns)
 
@@ -1041,8 +1048,11 @@ def _compile_stream(sc, evs, skip):
     if idt.order != 'le' or idt.size not in (5, 16):
         raise CtfUnsupported('event header with a %d-bit id' % idt.size)
     sctx = sc.get('event.context')
-    out = {}
+    # Indexed by event id (LTTng numbers them from 0 per channel).
+    out = [None] * (max(evs, default=-1) + 1)
     for eid, ev in evs.items():
+        if eid < 0 or eid > 65535:
+            raise CtfUnsupported('event id %d' % eid)
         c = _EventClass(ev, sctx, skip)
         out[eid] = (c.kind, c.size, c.unpack, c.extra, c)
     return idt.size == 16, out
@@ -1054,7 +1064,7 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
     last_discarded = None
     last_seq = None
     append = events.append
-    counts = Counter()
+    counts = None                       # per event id, counted events
     first_raw = last_raw = None
     hdr_large = struct.Struct('<HI').unpack_from
     hdr_compact = struct.Struct('<I').unpack_from
@@ -1097,6 +1107,8 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
         if sid not in compiled:
             compiled[sid] = _compile_stream(sc, classes.get(sid, {}), skip)
         large, ecls = compiled[sid]
+        if counts is None:
+            counts = [0] * len(ecls)
         while p < end:
             # LTTng's large header: a 16-bit id and 32 bits of the clock,
             # or 65535 and a 32-bit id and the whole clock; the compact
@@ -1129,7 +1141,7 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                     p += 13
             try:
                 kind, esize, unpack, extra, c = ecls[eid]
-            except KeyError:
+            except (IndexError, TypeError):
                 raise TraceError('event id %d is not in the metadata' % eid)
             if kind == _EV_BUILD:
                 append(extra(unpack(data, p),
@@ -1137,9 +1149,9 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                              offset_ns + ts * 1000000000 // freq))
                 p += esize
             elif kind == _EV_COUNT:
-                counts[c.name] += 1
+                counts[eid] += 1
                 if extra is not None:
-                    extra[2].add(extra[0](data, p))
+                    extra[2](extra[0](data, p))
                 if first_raw is None:
                     first_raw = ts
                 last_raw = ts
@@ -1152,7 +1164,7 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                     continue
                 t = offset_ns + (ts if one_ghz else ts * 1000000000 // freq)
                 if c.counted:
-                    counts[c.name] += 1
+                    events.skipped[c.name] += 1
                     if 'ctx' in rec and 'pool' in rec:
                         events.skipped_pools.add((rec['ctx'], rec['pool']))
                     if first_raw is None:
@@ -1165,14 +1177,16 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
         if p != end:
             raise TraceError('CTF packet: events overrun its content')
         pos += size
-    events.skipped.update(counts)
+    for eid, n in enumerate(counts):
+        if n:
+            events.skipped[ecls[eid][4].name] += n
     # The pools of the counted events, with their enumeration labels.
     for _, ecls in compiled.values():
-        for kind, _, _, extra, _ in ecls.values():
+        for kind, _, _, extra, _ in filter(None, ecls):
             if kind == _EV_COUNT and extra is not None:
                 table = extra[1]
                 events.skipped_pools.update(
-                    (ctx, table.get(pool, pool)) for ctx, pool in extra[2])
+                    (ctx, table.get(pool, pool)) for ctx, pool in extra[3])
     if first_raw is not None:
         for raw, i in ((first_raw, 0), (last_raw, 1)):
             t = offset_ns + (raw if one_ghz else raw * 1000000000 // freq)
