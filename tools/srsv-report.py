@@ -179,7 +179,8 @@ def load_events_bt2(path, skip=()):
     those named in @skip are only counted (EventList)."""
     import bt2
 
-    skip = frozenset(skip)
+    rules = _skip_rules(skip)
+    always = frozenset(n for n, r in rules.items() if r is None)
     events = EventList()
     # event class (its native address: one per stream class, so channels
     # with different contexts get their own) -> per scope, the list of
@@ -199,7 +200,7 @@ def load_events_bt2(path, skip=()):
                 continue
             rec = {'name': name[len(PROVIDER) + 1:],
                    'ts': msg.default_clock_snapshot.ns_from_origin}
-            if rec['name'] in skip:
+            if rec['name'] in always:
                 payload = ev.payload_field
                 pool = None
                 if payload is not None and 'ctx' in payload and \
@@ -220,6 +221,10 @@ def load_events_bt2(path, skip=()):
                     continue
                 for (k, conv), v in zip(fields, scope.values()):
                     rec[k] = conv(v)
+            if rules and _counted(rules, rec):
+                events.note_skipped(rec['name'], rec['ts'], (
+                    rec['ctx'], rec['pool']) if 'pool' in rec else None)
+                continue
             events.append(rec)
     except TraceError:
         raise
@@ -450,7 +455,9 @@ def load_events_text(path, babeltrace='babeltrace2', skip=()):
     if not exe:
         raise TraceError('%s not found (apt-get install babeltrace2)'
                          % babeltrace)
-    needles = tuple(' %s:%s: ' % (PROVIDER, n) for n in skip)
+    rules = _skip_rules(skip)
+    needles = tuple(' %s:%s: ' % (PROVIDER, n) for n, r in rules.items()
+                    if r is None)
     events = EventList()
     warnings = []
     with tempfile.TemporaryFile(mode='w+') as err:
@@ -474,8 +481,13 @@ def load_events_text(path, babeltrace='babeltrace2', skip=()):
                             int(pm.group(1), 0), pm.group(2)) if pm else None)
                         continue
                 rec = parse_text_line(line)
-                if rec is not None:
-                    events.append(rec)
+                if rec is None:
+                    continue
+                if rules and _counted(rules, rec):
+                    events.note_skipped(rec['name'], rec['ts'], (
+                        rec['ctx'], rec['pool']) if 'pool' in rec else None)
+                    continue
+                events.append(rec)
         finally:
             proc.stdout.close()
             rc = proc.wait()
@@ -890,6 +902,28 @@ _EV_OTHER = 0       # another provider's event: stepped over
 _EV_BUILD = 1       # built into an event dict
 _EV_COUNT = 2       # counted, with its pool, not built
 _EV_SLOW = 3        # strings or sequences: decoded field by field
+_EV_UNLESS = 4      # counted, unless a field has a bit of a mask: built
+
+
+def _skip_rules(skip):
+    """load_events()'s @skip as {name: None (always counted) or (field,
+    mask) (counted unless field & mask)}."""
+    rules = {}
+    for item in skip:
+        if isinstance(item, str):
+            rules[item] = None
+        else:
+            name, field, mask = item
+            rules[name] = (field, mask)
+    return rules
+
+
+def _counted(rules, rec):
+    """Whether the built event @rec is one @rules count instead."""
+    if rec['name'] not in rules:
+        return False
+    rule = rules[rec['name']]
+    return rule is None or not (rec.get(rule[0], 0) & rule[1])
 
 
 class _EventClass:
@@ -920,23 +954,42 @@ class _EventClass:
                 break
             fmts.append((t.order, f))
         fixed = fmts is not None and len({o for o, _ in fmts}) <= 1
+        self.hot = None
+        names = [n for n, _ in self.fields]
         if fixed:
             order = '<' if not fmts or fmts[0][0] == 'le' else '>'
             st = struct.Struct(order + ''.join(f for _, f in fmts))
             self.size = st.size
             self.unpack = st.unpack_from
+            names = [n for n, _ in self.fields]
+            if order == '<' and 'ctx' in names and 'pool' in names:
+                # The large event header and the whole event in one
+                # unpack, for the class most events belong to (_read_stream).
+                self.hot = (struct.Struct('<HI' + ''.join(
+                    f for _, f in fmts)).unpack_from, 6 + st.size,
+                    2 + names.index('ctx'), 2 + names.index('pool'))
         if not fixed:
             self.kind = _EV_SLOW
         elif not mine:
             self.kind = _EV_OTHER
-        elif short in count_only:
+        elif short in count_only and count_only[short] is None:
             self.kind = _EV_COUNT
             self.extra = self._pool_peek(order, fmts)
+        elif short in count_only and count_only[short][0] in names and \
+                'ctx' in names and 'pool' in names:
+            field, mask = count_only[short]
+            self.kind = _EV_UNLESS
+            t = self.fields[names.index('pool')][1]
+            seen = set()
+            self.extra = (self._builder(), names.index(field), mask,
+                          names.index('ctx'), names.index('pool'),
+                          seen.add, seen,
+                          t.enum_table() if t.labels is not None else {})
         else:
             self.kind = _EV_BUILD
             self.extra = self._builder()
         self.mine = mine
-        self.counted = short in count_only
+        self.count_rules = count_only
 
     def _pool_peek(self, order, fmts):
         """(unpack of just (ctx, pool), the pool's enum table, add to the
@@ -987,9 +1040,9 @@ def _ctf_traces(path):
 
 def load_events_ctf(path, skip=()):
     """Read every spacersv event of the CTF trace(s) under @path.  Events
-    named in @skip are counted (events.skipped), with their pools
+    @skip names are counted (events.skipped), with their pools
     (events.skipped_pools) and the time of the first and last
-    (events.skipped_span), not built."""
+    (events.skipped_span), not built (load_events())."""
     traces = _ctf_traces(path)
     if not traces:
         raise TraceError('no CTF trace (no metadata file) under %s' % path)
@@ -998,7 +1051,7 @@ def load_events_ctf(path, skip=()):
     events.skipped_pools = set()
     span = [None, None]
     for tdir in traces:
-        _load_ctf_trace(tdir, events, frozenset(skip), span)
+        _load_ctf_trace(tdir, events, _skip_rules(skip), span)
     events.skipped_span = tuple(span)
     return events
 
@@ -1055,7 +1108,17 @@ def _compile_stream(sc, evs, skip):
             raise CtfUnsupported('event id %d' % eid)
         c = _EventClass(ev, sctx, skip)
         out[eid] = (c.kind, c.size, c.unpack, c.extra, c)
-    return idt.size == 16, out
+    # The counted class with a pool, if any, takes the one-unpack path
+    # (large headers only; several: the first, counter in practice).
+    hot = None
+    if idt.size == 16:
+        for eid, ev in enumerate(out):
+            if ev and ev[0] == _EV_COUNT and ev[3] is not None and \
+                    ev[4].hot is not None:
+                unpack, size, ci, pi = ev[4].hot
+                hot = (eid, unpack, size, ci, pi, ev[3][2])
+                break
+    return idt.size == 16, out, hot
 
 
 def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
@@ -1064,7 +1127,7 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
     last_discarded = None
     last_seq = None
     append = events.append
-    counts = None                       # per event id, counted events
+    counted = {}            # stream id -> per event id, events counted
     first_raw = last_raw = None
     hdr_large = struct.Struct('<HI').unpack_from
     hdr_compact = struct.Struct('<I').unpack_from
@@ -1106,9 +1169,17 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
         ts = pctx.get('timestamp_begin', 0)
         if sid not in compiled:
             compiled[sid] = _compile_stream(sc, classes.get(sid, {}), skip)
-        large, ecls = compiled[sid]
+        large, ecls, hot = compiled[sid]
+        counts = counted.get(sid)
         if counts is None:
-            counts = [0] * len(ecls)
+            counts = counted[sid] = [0] * len(ecls)
+        hot_count = 0
+        hot_ctx = hot_pool = None
+        if hot is not None:
+            hot_id, hot_unpack, hot_size, hot_ci, hot_pi, hot_add = hot
+            hot_end = min(end, n - hot_size + 1)
+        else:
+            hot_id, hot_end = -1, 0
         while p < end:
             # LTTng's large header: a 16-bit id and 32 bits of the clock,
             # or 65535 and a 32-bit id and the whole clock; the compact
@@ -1116,7 +1187,28 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
             # A shortened clock value wrapped when it is below the last
             # one's low bits (CTF 1.8, section 8).
             if large:
-                eid, low = hdr_large(data, p)
+                if p < hot_end:
+                    # Counted events are most of a busy trace (counter):
+                    # header and fields of one come in one unpack.
+                    v = hot_unpack(data, p)
+                    eid, low = v[0], v[1]
+                    if eid == hot_id:
+                        if low >= (ts & 0xffffffff):
+                            ts = (ts & ~0xffffffff) | low
+                        else:
+                            ts = ((ts | 0xffffffff) + 1) | low
+                        hot_count += 1
+                        # Its pool, when it is not the last one's.
+                        if v[hot_pi] != hot_pool or v[hot_ci] != hot_ctx:
+                            hot_ctx, hot_pool = v[hot_ci], v[hot_pi]
+                            hot_add((hot_ctx, hot_pool))
+                        if first_raw is None:
+                            first_raw = ts
+                        last_raw = ts
+                        p += hot_size
+                        continue
+                else:
+                    eid, low = hdr_large(data, p)
                 if eid != 65535:
                     p += 6
                     if low >= (ts & 0xffffffff):
@@ -1156,6 +1248,18 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                     first_raw = ts
                 last_raw = ts
                 p += esize
+            elif kind == _EV_UNLESS:
+                v = unpack(data, p)
+                p += esize
+                if v[extra[1]] & extra[2]:
+                    append(extra[0](v, offset_ns + ts if one_ghz else
+                                    offset_ns + ts * 1000000000 // freq))
+                else:
+                    counts[eid] += 1
+                    extra[5]((v[extra[3]], v[extra[4]]))
+                    if first_raw is None:
+                        first_raw = ts
+                    last_raw = ts
             elif kind == _EV_OTHER:
                 p += esize
             else:
@@ -1163,7 +1267,8 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                 if not c.mine:
                     continue
                 t = offset_ns + (ts if one_ghz else ts * 1000000000 // freq)
-                if c.counted:
+                rec['name'] = c.name
+                if _counted(c.count_rules, rec):
                     events.skipped[c.name] += 1
                     if 'ctx' in rec and 'pool' in rec:
                         events.skipped_pools.add((rec['ctx'], rec['pool']))
@@ -1171,22 +1276,28 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                         first_raw = ts
                     last_raw = ts
                 else:
-                    rec['name'] = c.name
                     rec['ts'] = t
                     append(rec)
+        if hot_count:
+            counts[hot_id] += hot_count
         if p != end:
             raise TraceError('CTF packet: events overrun its content')
         pos += size
-    for eid, n in enumerate(counts):
-        if n:
-            events.skipped[ecls[eid][4].name] += n
+    for sid, counts in counted.items():
+        for eid, k in enumerate(counts):
+            if k:
+                events.skipped[compiled[sid][1][eid][4].name] += k
     # The pools of the counted events, with their enumeration labels.
-    for _, ecls in compiled.values():
+    for _, ecls, _ in compiled.values():
         for kind, _, _, extra, _ in filter(None, ecls):
             if kind == _EV_COUNT and extra is not None:
-                table = extra[1]
-                events.skipped_pools.update(
-                    (ctx, table.get(pool, pool)) for ctx, pool in extra[3])
+                table, seen = extra[1], extra[3]
+            elif kind == _EV_UNLESS:
+                table, seen = extra[7], extra[6]
+            else:
+                continue
+            events.skipped_pools.update(
+                (ctx, table.get(pool, pool)) for ctx, pool in seen)
     if first_raw is not None:
         for raw, i in ((first_raw, 0), (last_raw, 1)):
             t = offset_ns + (raw if one_ghz else raw * 1000000000 // freq)
@@ -1209,7 +1320,9 @@ def load_events(path, backend='auto', skip=()):
     epoch), the context fields (vpid, vtid, when recorded) and the payload;
     enumerations are their label (str), or the number for a value outside
     the mapping.  Events named in @skip are counted instead of returned
-    (EventList.skipped, skipped_pools, skipped_span).
+    (EventList.skipped, skipped_pools, skipped_span); an item (name, field,
+    mask) of @skip counts the events of that name unless field & mask is
+    not 0 (('reserve', 'flags', RESERVE_NOWAIT): all but the NOWAIT ones).
 
     Backends: 'ctf' decodes the trace files itself (the fastest); 'text'
     parses the output of the babeltrace2 program; 'bt2' uses babeltrace2's
@@ -1275,6 +1388,13 @@ def select(events, ctx=None, pool=None, pid=None):
 
 # srsv_reserve_flags: SRSV_RESERVE_NOWAIT (reserve.flags).
 RESERVE_NOWAIT = 0x1
+
+# What the text report does not need to see one by one, only counted with
+# its pool and time (load_events()'s skip): the counter events (every
+# change of a pool counter: the busiest by far) and the reserve events but
+# the NOWAIT ones (one per reservation; the report summarises only the
+# NOWAIT answers).
+LEAN_SKIP = ('counter', ('reserve', 'flags', RESERVE_NOWAIT))
 
 
 def errno_name(err):
@@ -1981,12 +2101,11 @@ def main(argv=None):
         print('srsv-report: %s' % missing, file=sys.stderr)
         return 1
     try:
-        # The report counts the counter events (the busiest by far) but
-        # only the plot needs their values; a selection must see them all.
+        # A selection must see every event; the plot needs the counters.
         lean = not args.plot and args.ctx is None and args.pool is None \
             and args.pid is None
         events, backend = load_events(args.trace, args.backend,
-                                      skip=('counter',) if lean else ())
+                                      skip=LEAN_SKIP if lean else ())
         present = sorted({str(e['pool']) for e in events if 'pool' in e})
         events = select(events, args.ctx, args.pool, args.pid)
         if args.pool is not None and not any(

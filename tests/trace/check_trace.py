@@ -418,7 +418,7 @@ def check_lean(mod, trace, events):
     full = mod.format_report(mod.analyse(events))
     backends = ['ctf', 'text'] + (['bt2'] if mod.have_bt2() else [])
     for backend in backends:
-        lean, _ = mod.load_events(trace, backend, skip=('counter',))
+        lean, _ = mod.load_events(trace, backend, skip=mod.LEAN_SKIP)
         n = sum(1 for e in events if e['name'] == 'counter')
         check(n > 0 and lean.skipped['counter'] == n and
               not any(e['name'] == 'counter' for e in lean),
