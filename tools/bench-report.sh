@@ -14,7 +14,8 @@
 #                   file on /dev/shm, with the provider of BUILD/lib, in a
 #                   2 MiB x 16 channel (no event discarded), tracked by pid
 #                   (docs/tracing.md's recipe); root only, needs lttng
-#   --old REV       the version to compare with (default: main)
+#   --old REV       the version to compare with (default: 871823a, the last
+#                   one that read traces through babeltrace2's text)
 #   --runs N        runs of each (default 3)
 #   --keep DIR      keep the recorded trace in DIR
 #
@@ -24,7 +25,7 @@
 # Exit status 1 when the two reports differ, 2 on bad usage.
 set -eu
 
-runs=3 old=main trace= build= seconds=2 keep=
+runs=3 old=871823a trace= build= seconds=2 keep=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) runs=$2; shift 2 ;;
