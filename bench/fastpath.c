@@ -210,7 +210,7 @@ static inline void throttle_put(struct throttle *t, uint64_t c)
  */
 int srsvu_config_init_sized(struct srsv_config *cfg, size_t size);
 int srsvu_ctx_create(const struct srsv_config *cfg, struct srsv_ctx **out);
-void srsvu_ctx_destroy(struct srsv_ctx *ctx);
+int srsvu_ctx_destroy(struct srsv_ctx *ctx);
 struct srsv_space *srsvu_ctx_space(struct srsv_ctx *ctx, enum srsv_pool kind);
 int srsvu_space_reserve(struct srsv_space *space, uint64_t bytes,
 			enum srsv_flush mode, unsigned flags);
@@ -226,7 +226,7 @@ int srsvu_space_snapshot_sized(struct srsv_space *space,
 struct lib_api {
 	int (*config_init_sized)(struct srsv_config *cfg, size_t size);
 	int (*ctx_create)(const struct srsv_config *cfg, struct srsv_ctx **out);
-	void (*ctx_destroy)(struct srsv_ctx *ctx);
+	int (*ctx_destroy)(struct srsv_ctx *ctx);
 	struct srsv_space *(*ctx_space)(struct srsv_ctx *ctx,
 					enum srsv_pool kind);
 	int (*snapshot_sized)(struct srsv_space *space,

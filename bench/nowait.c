@@ -565,13 +565,6 @@ out:
 /* ---- part (b) ---- */
 
 #if SRSV_BENCH_URING
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static uint64_t median_u64(const uint64_t *v, unsigned n)
 {
 	uint64_t s[MAX_RUNS];

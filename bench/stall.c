@@ -126,11 +126,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <time.h>
 
 #include <libspacersv/spacersv.h>
 
+#include "bench_model.h"
 #include "bench_util.h"
 
 #define KIB (UINT64_C(1) << 10)
@@ -244,36 +244,7 @@ struct params {
 
 /* ---- time ---- */
 
-static void sleep_until(uint64_t deadline)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(deadline / NSEC_PER_SEC),
-		.tv_nsec = (long)(deadline % NSEC_PER_SEC),
-	};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
-	       EINTR)
-		;
-}
-
-/* Our model sleeps are tens of µs: the default 50 µs timer slack would
- * double them.  Per thread; the library's own threads are left alone. */
-static void tight_timers(void)
-{
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* xorshift64*: cheap, good enough to pick leaves */
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * UINT64_C(2685821657736338717);
-}
+/* sleep_until(), tight_timers() and rng_next() are bench_util.h's. */
 
 static uint64_t div_round_up(uint64_t a, uint64_t b)
 {
@@ -284,11 +255,11 @@ static uint64_t div_round_up(uint64_t a, uint64_t b)
 
 /*
  * One queue, requests served in submission order, each costing
- * dev_lat_us + bytes at dev_us_per_mib.  The schedule is computed when a
- * request is submitted (start = max(now, end of the previous request)), so
- * the model is exact whatever the threads' wake-up delays: a synchronous
- * request (direct write, commit) sleeps once until its end; writeback
- * requests are completed by the device thread at their end, in order.
+ * dev_lat_us + bytes at dev_us_per_mib, booked at submission on a
+ * dev_clock (bench_model.h), so the model is exact whatever the threads'
+ * wake-up delays: a synchronous request (direct write, commit) sleeps once
+ * until its end; writeback requests are completed by the device thread at
+ * their end, in order.
  */
 struct io_req {
 	struct io_req *next;
@@ -305,8 +276,7 @@ struct device {
 	struct io_req *head, *tail;	/* writeback requests in flight */
 	uint64_t next_seq;	/* last writeback seq handed out */
 	uint64_t done_seq;	/* last writeback seq completed */
-	uint64_t busy_until;	/* scheduled end of the last request */
-	uint64_t busy_ns;	/* sum of request costs */
+	struct dev_clock clock;	/* the schedule (bench_model.h) */
 	bool stop;
 	pthread_t thread;
 };
@@ -317,11 +287,6 @@ struct tree {
 	unsigned leaves;
 	unsigned blocks;	/* leaves + nodes + root */
 	uint32_t *cow_trans;	/* transaction that last copied the block */
-};
-
-struct lat_log {
-	uint64_t *ns;
-	size_t nr, cap;
 };
 
 struct writer {
@@ -351,22 +316,6 @@ struct sample {
 	uint64_t blocked_ns, throttled_ns;	/* sums over the writers */
 	uint64_t write_bw;		/* library's reclaim estimate, items/s */
 	uint64_t paced_ns;		/* library pacing delays so far */
-};
-
-/*
- * RocksDB's WriteController (db/write_controller.cc) and the part of
- * ColumnFamilyData::RecalculateWriteStallConditions() / SetupDelay()
- * (db/column_family.cc) that sets it, under one mutex (the DB mutex).
- */
-struct write_controller {
-	pthread_mutex_t mu;
-	pthread_cond_t bg_cv;		/* the stop condition ended */
-	bool delayed, stopped, was_stopped;
-	uint64_t rate, max_rate;	/* delayed_write_rate, data B/s */
-	uint64_t credit;		/* credit_in_bytes_ */
-	uint64_t next_refill_us;	/* next_refill_time_ */
-	uint64_t prev_debt;
-	uint64_t delays, stops, rate_min;	/* statistics */
 };
 
 struct engine {
@@ -632,12 +581,7 @@ static void finish_ordered(struct engine *e, unsigned inode, unsigned pages,
 /* Book @cost_ns of device time; returns when it ends.  dev->lock held. */
 static uint64_t dev_book(struct device *d, uint64_t cost_ns)
 {
-	uint64_t now = now_ns();
-	uint64_t start = d->busy_until > now ? d->busy_until : now;
-
-	d->busy_until = start + cost_ns;
-	d->busy_ns += cost_ns;
-	return d->busy_until;
+	return dev_clock_book(&d->clock, cost_ns);
 }
 
 /* A synchronous request: wait for the device, then for its own cost. */
@@ -1092,148 +1036,17 @@ static uint64_t wbm_before_write(struct engine *e)
 	return now_ns() - t0;
 }
 
-/* SetupDelay()'s factors and floor (db/column_family.cc). */
-#define WC_INC_SLOWDOWN 0.8		/* debt did not shrink */
-#define WC_DEC_SLOWDOWN (1 / 0.8)	/* debt shrank */
-#define WC_NEAR_STOP_SLOWDOWN 0.6	/* stopped, or near the stop */
-#define WC_DELAY_RECOVER 1.4		/* the delay condition ended */
-#define WC_MIN_RATE (16 * KIB)
-#define WC_REFILL_US 1000		/* kMicrosPerRefill */
-#define WC_DELAY_INTERVAL_US 1001	/* DelayWrite()'s sleep slice */
-
-/* GetDelayToken(): a new token resets the bucket. */
-static void wc_delay_token(struct write_controller *wc, uint64_t rate)
-{
-	wc->rate = rate < 1 ? 1 : rate > wc->max_rate ? wc->max_rate : rate;
-	if (wc->rate < wc->rate_min || !wc->rate_min)
-		wc->rate_min = wc->rate;
-	wc->delayed = true;
-	wc->credit = 0;
-	wc->next_refill_us = 0;
-}
-
 /*
- * RecalculateWriteStallConditions(), with the pool's reclaimable bytes as
- * the compaction debt: at or above the stop limit writes stop; at or
- * above the soft limit they are delayed at a rate SetupDelay() adapts
- * (x0.6 when stopped or near the stop, x0.8 while the debt does not
- * shrink, x1.25 while it does, never above delayed_write_rate); below,
- * a delay that ends raises the rate by 1.4.  RocksDB recalculates when a
- * flush or compaction installs a new version; here every wc_recalc_ms.
+ * RocksDB's WriteController in front of the reservation (bench_model.h),
+ * with the pool's reclaimable bytes as the compaction debt: delays from
+ * --wc-soft-pct of the free metadata, a stop at --wc-stop-pct.
  */
-static void wc_recalc(struct engine *e)
+static void wc_recalc_engine(struct engine *e)
 {
-	struct write_controller *wc = &e->wc;
 	const struct params *p = e->p;
-	uint64_t debt = atomic_load(&e->held);
-	uint64_t soft = e->room / 100 * p->wc_soft_pct;
-	uint64_t stop = e->room / 100 * p->wc_stop_pct;
-	uint64_t near_stop = soft + (stop - soft) * 4 / 5;
 
-	pthread_mutex_lock(&wc->mu);
-	if (debt >= stop) {
-		if (!wc->stopped)
-			wc->stops++;
-		wc->stopped = true;
-	} else if (debt >= soft) {
-		double rate = (double)wc->rate;
-
-		if (wc->delayed && wc->max_rate > WC_MIN_RATE) {
-			if (wc->was_stopped || debt >= near_stop)
-				rate *= WC_NEAR_STOP_SLOWDOWN;
-			else if (wc->prev_debt && wc->prev_debt <= debt)
-				rate *= WC_INC_SLOWDOWN;
-			else if (wc->prev_debt > debt)
-				rate *= WC_DEC_SLOWDOWN;
-			if (rate < WC_MIN_RATE)
-				rate = WC_MIN_RATE;
-		} else {
-			wc->delays++;
-		}
-		wc_delay_token(wc, (uint64_t)rate);
-		wc->stopped = false;
-	} else {
-		if (wc->delayed) {
-			double rate = (double)wc->rate * WC_DELAY_RECOVER;
-
-			wc->rate = rate > (double)wc->max_rate ? wc->max_rate :
-				   (uint64_t)rate;
-		}
-		wc->delayed = false;
-		wc->stopped = false;
-	}
-	wc->was_stopped = wc->stopped;
-	wc->prev_debt = debt;
-	if (!wc->stopped)
-		pthread_cond_broadcast(&wc->bg_cv);
-	pthread_mutex_unlock(&wc->mu);
-}
-
-/* WriteController::GetDelay(), in microseconds; wc->mu held. */
-static uint64_t wc_get_delay(struct write_controller *wc, uint64_t bytes)
-{
-	uint64_t now_us, over, needed;
-
-	if (wc->stopped || !wc->delayed)
-		return 0;
-	if (wc->credit >= bytes) {
-		wc->credit -= bytes;
-		return 0;
-	}
-	now_us = now_ns() / NSEC_PER_USEC;
-	if (!wc->next_refill_us)
-		wc->next_refill_us = now_us;
-	if (wc->next_refill_us <= now_us) {
-		uint64_t elapsed = now_us - wc->next_refill_us + WC_REFILL_US;
-
-		wc->credit += (uint64_t)((double)elapsed / 1e6 *
-					 (double)wc->rate + 0.999999);
-		wc->next_refill_us = now_us + WC_REFILL_US;
-		if (wc->credit >= bytes) {
-			wc->credit -= bytes;
-			return 0;
-		}
-	}
-	over = bytes - wc->credit;
-	needed = (uint64_t)((double)over / (double)wc->rate * 1e6);
-	wc->credit = 0;
-	wc->next_refill_us += needed;
-	return wc->next_refill_us - now_us > WC_REFILL_US ?
-	       wc->next_refill_us - now_us : WC_REFILL_US;
-}
-
-/*
- * DBImpl::DelayWrite(): take the delay under the DB mutex, sleep it in
- * 1 ms slices while the delay condition lasts, then wait while writes are
- * stopped.  RocksDB charges the previous write group's size; we charge
- * this write's (one write per group here).  Returns the time waited.
- */
-static uint64_t wc_before_write(struct engine *e, uint64_t bytes)
-{
-	struct write_controller *wc = &e->wc;
-	uint64_t t0 = now_ns(), delay, end;
-
-	pthread_mutex_lock(&wc->mu);
-	delay = wc_get_delay(wc, bytes);
-	if (delay) {
-		end = t0 + delay * NSEC_PER_USEC;
-		pthread_mutex_unlock(&wc->mu);
-		while (now_ns() < end && !atomic_load(&e->stop)) {
-			pthread_mutex_lock(&wc->mu);
-			if (!wc->delayed) {
-				pthread_mutex_unlock(&wc->mu);
-				break;
-			}
-			pthread_mutex_unlock(&wc->mu);
-			sleep_until(now_ns() + WC_DELAY_INTERVAL_US *
-					       NSEC_PER_USEC);
-		}
-		pthread_mutex_lock(&wc->mu);
-	}
-	while (wc->stopped && !atomic_load(&e->stop))
-		pthread_cond_wait(&wc->bg_cv, &wc->mu);
-	pthread_mutex_unlock(&wc->mu);
-	return now_ns() - t0;
+	wc_recalc(&e->wc, atomic_load(&e->held), e->room / 100 * p->wc_soft_pct,
+		  e->room / 100 * p->wc_stop_pct);
 }
 
 /* The WriteController's recalculations, and the exact usage for both. */
@@ -1246,7 +1059,7 @@ static void *monitor_main(void *arg)
 	while (!atomic_load(&e->stop)) {
 		held_refresh(e);
 		if (e->mode == MODE_WC)
-			wc_recalc(e);
+			wc_recalc_engine(e);
 		next += (uint64_t)e->p->wc_recalc_ms * NSEC_PER_MSEC;
 		sleep_until(next);
 	}
@@ -1254,29 +1067,11 @@ static void *monitor_main(void *arg)
 	pthread_mutex_lock(&e->wbm_lock);
 	pthread_cond_broadcast(&e->wbm_cv);
 	pthread_mutex_unlock(&e->wbm_lock);
-	pthread_mutex_lock(&e->wc.mu);
-	e->wc.stopped = false;
-	pthread_cond_broadcast(&e->wc.bg_cv);
-	pthread_mutex_unlock(&e->wc.mu);
+	wc_release(&e->wc);
 	return NULL;
 }
 
 /* ---- writers ---- */
-
-static int lat_push(struct lat_log *l, uint64_t ns)
-{
-	if (l->nr == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 65536;
-		uint64_t *n = realloc(l->ns, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		l->ns = n;
-		l->cap = cap;
-	}
-	l->ns[l->nr++] = ns;
-	return 0;
-}
 
 /* The device's writeback rate in pages per second. */
 static double dev_pages_per_s(const struct params *p);
@@ -1344,7 +1139,7 @@ static void *writer_main(void *arg)
 		if (e->mode == MODE_WBM)
 			waited = wbm_before_write(e);
 		else if (e->mode == MODE_WC)
-			waited = wc_before_write(e, PAGE_BYTES);
+			waited = wc_before_write(&e->wc, PAGE_BYTES, &e->stop);
 		t1 = now_ns();
 		ret = srsv_rsv_add(e->rsv_delalloc, p->item_bytes,
 				   SRSV_FLUSH_ALL, 0);
@@ -1559,13 +1354,6 @@ struct result {
 	char check[256];		/* accounting check verdict */
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Reserve, allocate and reference @bytes: metadata that exists already. */
 static int preload_used(struct engine *e, uint64_t bytes)
 {
@@ -1643,12 +1431,11 @@ static int engine_init(struct engine *e, const struct params *p0,
 	pthread_mutex_init(&e->commit_lock, NULL);
 	pthread_mutex_init(&e->dev.lock, NULL);
 	pthread_mutex_init(&e->wbm_lock, NULL);
-	pthread_mutex_init(&e->wc.mu, NULL);
+	wc_init(&e->wc, 0);	/* the rate is set below */
 	pthread_cond_init(&e->dirty_kick, NULL);
 	pthread_cond_init(&e->dev.kick, NULL);
 	pthread_cond_init(&e->dev.done, NULL);
 	pthread_cond_init(&e->wbm_cv, NULL);
-	pthread_cond_init(&e->wc.bg_cv, NULL);
 	if (tree_init(&e->fs, p->fs_leaves) || tree_init(&e->ext, p->ext_leaves))
 		return -ENOMEM;
 	e->max_samples = p->duration_ms / p->sample_ms + 16;
@@ -1936,7 +1723,7 @@ static int run_once(const struct params *p0, enum workload wl, enum mode mode,
 	r->refs_run = atomic_load(&e->refs_run);
 	r->wb_pages = atomic_load(&e->wb_pages);
 	r->lib_errors = atomic_load(&e->lib_errors);
-	r->device_busy = (double)e->dev.busy_ns / (double)(t1 - t0);
+	r->device_busy = (double)e->dev.clock.busy_ns / (double)(t1 - t0);
 	if (r->lib_errors)
 		fprintf(stderr, "stall: %s/%s: %" PRIu64 " library call(s) "
 			"failed, first at bench/stall.c:%d: %s\n",
@@ -1956,12 +1743,6 @@ static int run_once(const struct params *p0, enum workload wl, enum mode mode,
 }
 
 /* ---- medians and report ---- */
-
-static double median_d(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Median of a field over the runs, as a double. */
 #define MEDIAN(res, n, expr)						\
@@ -2557,17 +2338,7 @@ int main(int argc, char **argv)
 			"CPU time)\n", run + 1, p.runs, steal[run]);
 	}
 	print_load("end");
-	{
-		double lo = steal[0], hi = steal[0];
-
-		for (unsigned run = 1; run < p.runs; run++) {
-			lo = steal[run] < lo ? steal[run] : lo;
-			hi = steal[run] > hi ? steal[run] : hi;
-		}
-		printf("steal (the host's share of this VM's CPU time): %.1f%%, "
-		       "per round %.1f-%.1f%%\n",
-		       cpu_steal_pct(bench_start, cpu_ticks_now()), lo, hi);
-	}
+	print_steal(bench_start, steal, p.runs);
 	print_header();
 	for (int i = 0; i < nr_order; i++) {
 		int wl = order[i][0], m = order[i][1];

@@ -85,6 +85,15 @@
  * push is a compare-and-swap on the queue's list head, after which the
  * reaper may reuse the ticket.  Shutdown ends every ticket (-ESHUTDOWN),
  * which posts them all: a loop sees its fd readable and reaps.
+ *
+ * LAYER
+ *
+ * Above the reserve path (an asynchronous ticket is queued by
+ * srsv__ticket_start()) and the walks (its priority walk), below the
+ * delalloc helper.  The lower layers reach an asynchronous ticket only
+ * through the hooks it carries (async_ops below: the tickets layer posts
+ * its end, the reserve path reports it queued); its priority walks run
+ * as part of the async workers' job, which ctx.c composes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -92,8 +101,12 @@
 #include <unistd.h>
 
 #include "async.h"
-#include "internal.h"
+#include "flush.h"
+#include "reserve.h"
+#include "stats.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
 
 struct srsv_async {
 	struct srsv_ctx *ctx;
@@ -125,7 +138,10 @@ static struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
 
 /* ---- posting (pool lock held) ---- */
 
-void srsv__async_post(struct srsv__ticket *t)
+/* Ticket @t ended (state DONE, not held); pool lock held.  The last
+ * touch of @t: its owner may reap and free it at once.  The tickets
+ * layer's hook (struct srsv__ticket_ops). */
+static void async_post(struct srsv__ticket *t)
 {
 	struct srsv_async *q = t->async;
 	static const uint64_t one = 1;
@@ -171,7 +187,8 @@ static enum srsv__work pool_worker(const struct srsv_space *s)
 					       SRSV__WORK_ASYNC_METADATA;
 }
 
-void srsv__async_queued(struct srsv_space *s, struct srsv__ticket *t)
+/* Ticket @t stays queued; pool lock held.  The tickets layer's hook. */
+static void async_queued(struct srsv_space *s, struct srsv__ticket *t)
 {
 	srsv__assert_held(&s->lock);
 	t->async_hold = false;
@@ -183,6 +200,12 @@ void srsv__async_queued(struct srsv_space *s, struct srsv__ticket *t)
 		srsv__worker_kick(s->ctx, pool_worker(s), s->kind);
 	}
 }
+
+/* The hooks an asynchronous ticket carries (internal.h). */
+static const struct srsv__ticket_ops async_ops = {
+	.queued = async_queued,
+	.post = async_post,
+};
 
 /* ---- priority walks (a worker, no lock held) ---- */
 
@@ -222,7 +245,7 @@ int srsv__async_walks(struct srsv_space *s)
 		srsv__lock(&s->lock);
 		t->async_hold = false;
 		if (AO_load(&t->state) == SRSV__TICKET_DONE)
-			srsv__async_post(t);
+			async_post(t);
 		ran++;
 	}
 	srsv__unlock(&s->lock);
@@ -445,14 +468,19 @@ SRSV__EXPORT int srsv_ticket_reserve_async(struct srsv_async *q,
 					   srsv_async_fn fn, void *arg)
 {
 	struct srsv__ticket *t = ticket_impl(ticket);
-	struct srsv__async_args a = { q, fn, arg, UINT64_MAX };
+	struct srsv__async_args a = { &async_ops, q, fn, arg, UINT64_MAX,
+				      !timeout_ns };
 	int ret;
 
 	if (!q || !s || !ticket)
 		return -EINVAL;
-	if (s->ctx != q->ctx || flags || !timeout_ns)
+	if (s->ctx != q->ctx || flags)
 		return srsv__refused(s, SRSV_REFUSED_ASYNC, bytes);
-	if (timeout_ns != UINT64_MAX) {
+	/* A ticket in flight is left as it is (tickets.c). */
+	ret = srsv__ticket_in_flight(ticket, flags);
+	if (ret)
+		return ret;
+	if (timeout_ns && timeout_ns != UINT64_MAX) {
 		uint64_t now = srsv__now_ns();
 
 		a.deadline_ns = timeout_ns > UINT64_MAX - 1 - now ?
@@ -512,6 +540,7 @@ SRSV__EXPORT int srsv_async_reap(struct srsv_async *q,
 		q->local = (struct srsv__ticket *)(void *)t->node.next;
 		/* Finished, no longer the queue's: a plain ended ticket. */
 		srsv__list_init(&t->node);
+		srsv__inflight_del(t);
 		t->async = NULL;
 		t->async_fn = NULL;
 		t->async_arg = NULL;

@@ -2,6 +2,12 @@
 /*
  * Per-CPU reservation caches (srsv_config.cpu_cache_bytes).
  *
+ * Layer: the per-CPU caches, above the pool counters, below tickets and
+ * granting.  Where credit goes back to may_use while tickets may wait, a
+ * cache call tells its caller (gave_back) instead of granting itself: the
+ * caller, above the tickets layer, serves the queue once the credit has
+ * landed and no credit is in motion any more.
+ *
  * WHY
  *
  * Every reservation and release of a pool changes one word, may_use.  With
@@ -71,18 +77,28 @@
  *
  * A cached release cannot compare its bytes with what its caller holds
  * (nothing counts that per caller); it refuses only more than the pool's
- * whole may_use, credit included.  An over-release it lets through can
- * leave more credit than may_use holds: draining then subtracts what
- * may_use has (srsv__may_use_sub_clamped()), since the rest are bytes
- * nobody ever reserved.  Reservations served from a slot trace the
- * reservation but no may_use change.
+ * whole may_use, credit included.  An over-release it lets through leaves
+ * more credit than what callers hold could account for: once the
+ * releases that overdraw have all landed, the credit exceeds may_use.
+ * Whenever credit goes back to may_use (credit_back(): a drain, a give-
+ * back to tickets, a refused trim) the excess is detected there, counted
+ * as a refused release (refused[SRSV_REFUSED_RELEASE]) and traced, and
+ * only what may_use holds is subtracted, since the rest are bytes nobody
+ * ever reserved.  So an over-release through the caches is caught at the
+ * latest when the credit is next reconciled: the next reservation that
+ * takes the slow path, grant of queued tickets, or capacity change
+ * (srsv_space_set_readonly(), a block group given back).
+ * Reservations served from a slot trace the reservation but no may_use
+ * change.
  */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cache.h"
+#include "counters.h"
+#include "stats.h"
 #include "trace.h"
 
 /*
@@ -138,11 +154,6 @@ int srsv__cache_create(struct srsv_space *s, uint64_t batch)
 	return 0;
 }
 
-__attribute__((noinline, cold)) void srsv__cache_engage(struct srsv_space *s)
-{
-	AO_store_release(&s->cache_on, 1);
-}
-
 void srsv__cache_free(struct srsv_space *s)
 {
 	free(s->cache);
@@ -185,6 +196,17 @@ static uint64_t close_slot(struct srsv__cache_slot *c)
 	}
 }
 
+/* Credit back into may_use; an excess over it is an over-release that a
+ * cached release let through (see the essay): counted, traced, dropped. */
+static uint64_t credit_back(struct srsv_space *s, uint64_t credit)
+{
+	uint64_t took = srsv__may_use_sub_clamped(s, credit);
+
+	if (took < credit)
+		srsv__refuse(s, SRSV_REFUSED_RELEASE, credit - took);
+	return took;
+}
+
 uint64_t srsv__cache_drain(struct srsv_space *s)
 {
 	uint64_t credit = 0;
@@ -193,9 +215,7 @@ uint64_t srsv__cache_drain(struct srsv_space *s)
 		return 0;
 	for (unsigned i = 0; i < s->cache_slots; i++)
 		credit += close_slot(&s->cache[i]);
-	/* Clamped: credit beyond the word came from an over-release that
-	 * a cache could not detect, and is bytes nobody ever reserved. */
-	return credit ? srsv__may_use_sub_clamped(s, credit) : 0;
+	return credit ? credit_back(s, credit) : 0;
 }
 
 /*
@@ -257,21 +277,11 @@ static bool credit_unwelcome(const struct srsv_space *s)
 	return AO_load_acquire(&s->waiting) || AO_load_acquire(&s->draining);
 }
 
-uint64_t srsv__cache_credit(const struct srsv_space *s)
-{
-	uint64_t credit = 0;
-
-	for (unsigned i = 0; i < s->cache_slots; i++)
-		credit += AO_load(&s->cache[i].word) & ~CLOSED;
-	return credit;
-}
-
 /*
  * A ticket or a slow path appeared after we put credit into @c: give the
- * credit back to may_use, where they look.
+ * credit back to may_use, where they look (the caller then grants).
  */
-static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c,
-			    bool nowait)
+static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c)
 {
 	uint64_t credit;
 
@@ -279,9 +289,8 @@ static void give_to_tickets(struct srsv_space *s, struct srsv__cache_slot *c,
 	AO_fetch_and_add_full(&s->in_flight, 1);
 	credit = close_slot(c);
 	if (credit)
-		srsv__may_use_sub_clamped(s, credit);
+		credit_back(s, credit);
 	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
-	srsv__maybe_grant(s, nowait);
 }
 
 /*
@@ -331,15 +340,15 @@ static bool charge_far_from_full(struct srsv_space *s, uint64_t grab,
 	return true;
 }
 
-bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
-		      uint64_t *after)
+bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, uint64_t *after,
+		      bool *gave_back)
 {
 	struct srsv__cache_slot *c = my_slot(s);
 	uint64_t batch = s->cache_batch;
 	AO_t v = AO_load(&c->word), seen;
-	bool gave_back = false;
 
 	*after = 0;
+	*gave_back = false;
 	for (;; v = seen) {
 		if (v & CLOSED) {
 			/* Reopen only with no ticket waiting and no slow
@@ -389,7 +398,7 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			 * batch is theirs, not ours to keep. */
 			srsv__may_use_sub_clamped(s, batch);
 			*after -= batch;
-			gave_back = true;
+			*gave_back = true;
 			break;
 		}
 		seen = AO_fetch_compare_and_swap_full(&c->word, v, v + batch);
@@ -397,17 +406,15 @@ bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
 			break;
 	}
 	/* Our swap was a full barrier: see the essay. */
-	if (!gave_back && credit_unwelcome(s)) {
+	if (!*gave_back && credit_unwelcome(s)) {
 		uint64_t credit = close_slot(c);
 
 		if (credit)
-			srsv__may_use_sub_clamped(s, credit);
-		gave_back = true;
+			credit_back(s, credit);
+		*gave_back = true;
 	}
 	AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
-	/* Only now may we take the pool lock. */
-	if (gave_back)
-		srsv__maybe_grant(s, nowait);
+	/* Only now may the caller take the pool lock to grant. */
 	return true;
 }
 
@@ -423,6 +430,7 @@ static void restore_slot(struct srsv_space *s, struct srsv__cache_slot *c,
 
 	for (;; v = seen) {
 		if (v & CLOSED) {
+			/* The refused trim was counted by the release. */
 			srsv__may_use_sub_clamped(s, credit);
 			return;
 		}
@@ -432,7 +440,7 @@ static void restore_slot(struct srsv_space *s, struct srsv__cache_slot *c,
 	}
 }
 
-int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
+int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool *gave_back)
 {
 	struct srsv__cache_slot *c = my_slot(s);
 	uint64_t batch = s->cache_batch, sum, keep;
@@ -441,6 +449,7 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 	AO_t v, seen;
 	int ret = 0;
 
+	*gave_back = false;
 	/* The one check a cached release can make (see the essay). */
 	if (bytes > may_use)
 		return -EINVAL;
@@ -476,10 +485,13 @@ int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait)
 		AO_fetch_and_add_full(&s->in_flight, (AO_t)0 - 1);
 	if (v & CLOSED)
 		return 0;
-	if (credit_unwelcome(s))
-		give_to_tickets(s, c, nowait);
-	else if (ret)
-		/* For an instant the pool looked full: grant what queued. */
-		srsv__maybe_grant(s, nowait);
+	if (credit_unwelcome(s)) {
+		give_to_tickets(s, c);
+		*gave_back = true;
+	}
+	/* Credit went back, or for an instant the pool looked full: the
+	 * caller grants what queued (srsv__maybe_grant(), a layer up). */
+	if (ret)
+		*gave_back = true;
 	return ret ? ret : 1;
 }

@@ -2,6 +2,11 @@
 /*
  * The reservation domain (btrfs's fs_info): configuration, pools, the
  * standard reservations, workers, shutdown and manual reclaim.
+ *
+ * Layer: the top.  It creates and wires every layer: the pools with their
+ * pacing and caches, the hooks the lower layers call up through (the
+ * counters' undone grant, the workers' jobs), and tears them down in
+ * order.  Nothing calls in here but the engine.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +14,18 @@
 
 #include "async.h"
 #include "bgroup.h"
-#include "internal.h"
+#include "cache.h"
+#include "counters.h"
+#include "flush.h"
+#include "gate.h"
+#include "pace.h"
+#include "preempt.h"
+#include "quota.h"
+#include "rsv.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
+#include "zoned.h"
 
 /* Default flush-state arrays: btrfs's, in storage-engine terms in types.h. */
 static const enum srsv_flush_state default_async_metadata[] = {
@@ -46,7 +61,7 @@ static const enum srsv_flush_state default_evict[] = {
 };
 
 #define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
-		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | SRSV_CTX_MANUAL_WAIT)
 
 /* The first layout of struct srsv_config: everything up to item_bytes. */
 #define CONFIG_MIN_SIZE offsetof(struct srsv_config, item_bytes)
@@ -190,13 +205,43 @@ static uint64_t data_chunk_allowance(const struct srsv_config *cfg)
 	return srsv__min(chunk, SZ_1G);
 }
 
+/*
+ * The workers' jobs (workers.c runs them, knowing nothing of them).  An
+ * async worker serves the asynchronous priority tickets first, as their
+ * blocking twins flush in their own threads before the async walk.
+ */
+static void job_async_metadata(struct srsv_space *s)
+{
+	srsv__async_walks(s);
+	srsv__async_reclaim_metadata(s);
+}
+
+static void job_async_data(struct srsv_space *s)
+{
+	srsv__async_walks(s);
+	srsv__async_reclaim_data(s);
+}
+
+static const srsv__job_fn jobs[SRSV__WORK_COUNT] = {
+	[SRSV__WORK_ASYNC_METADATA] = job_async_metadata,
+	[SRSV__WORK_ASYNC_DATA] = job_async_data,
+	[SRSV__WORK_PREEMPT] = srsv__preempt_reclaim,
+};
+
 static void free_ctx(struct srsv_ctx *ctx)
 {
 	for (int i = 0; i < SRSV_RSV_TYPE_COUNT; i++)
 		if (ctx->std_rsv_ready[i])
 			srsv__rsv_teardown(&ctx->std_rsv[i]);
-	for (int i = 0; i < SRSV_POOL_COUNT; i++)
-		srsv__space_destroy(ctx->spaces[i]);
+	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
+		struct srsv_space *s = ctx->spaces[i];
+
+		if (!s)
+			continue;
+		srsv__cache_free(s);
+		srsv__pace_free(s);
+		srsv__space_destroy(s);
+	}
 	srsv__lock_destroy(&ctx->manual_lock);
 	srsv__lock_destroy(&ctx->lock);
 	free(ctx);
@@ -215,6 +260,12 @@ static int create_pools(struct srsv_ctx *ctx)
 		int ret = srsv__space_create(ctx, kinds[i],
 					     ctx->cfg.pool_bytes[kinds[i]],
 					     &ctx->spaces[kinds[i]]);
+
+		/* The counters call up to granting only through this. */
+		if (!ret)
+			ctx->spaces[kinds[i]]->undone = srsv__maybe_grant_nowait;
+		if (!ret)
+			ret = srsv__pace_create(ctx->spaces[kinds[i]]);
 		if (!ret)
 			ret = srsv__cache_create(ctx->spaces[kinds[i]],
 						 ctx->cfg.cpu_cache_bytes);
@@ -286,7 +337,7 @@ SRSV__EXPORT int srsv_ctx_create(const struct srsv_config *user,
 	if (!ret && ctx->cfg.global_rsv_bytes)
 		ret = srsv_ctx_resize_global_rsv(ctx, ctx->cfg.global_rsv_bytes);
 	if (!ret)
-		ret = srsv__workers_start(ctx);
+		ret = srsv__workers_start(ctx, jobs);
 	if (ret) {
 		free_ctx(ctx);
 		return ret;
@@ -358,43 +409,31 @@ static void forget_threads(struct srsv_ctx *ctx)
 	ctx->async = NULL;
 }
 
-SRSV__EXPORT void srsv_ctx_destroy(struct srsv_ctx *ctx)
+SRSV__EXPORT int srsv_ctx_destroy(struct srsv_ctx *ctx)
 {
 	if (!ctx)
-		return;
+		return 0;
+	/* The callback's caller (a worker, a waiter's walk) still uses the
+	 * ctx: freeing it under them is a use-after-free. */
+	if (srsv__in_callback())
+		return -EDEADLK;
 	if (forked_copy(ctx))
 		forget_threads(ctx);
 	else
 		srsv_ctx_shutdown(ctx);
+	srsv__inflight_forget(ctx);
 	srsv__quota_ctx_destroy(ctx);
 	srsv__zoned_ctx_destroy(ctx);
 	srsv__async_ctx_destroy(ctx);
 	srsv__bgroups_ctx_destroy(ctx);
 	free_ctx(ctx);
+	return 0;
 }
 
 SRSV__EXPORT struct srsv_space *srsv_ctx_space(struct srsv_ctx *ctx,
 					       enum srsv_pool kind)
 {
-	if (!ctx || (int)kind < 0 || kind >= SRSV_POOL_COUNT)
-		return NULL;
-	if (ctx->spaces[SRSV_POOL_MIXED] &&
-	    (kind == SRSV_POOL_DATA || kind == SRSV_POOL_METADATA))
-		return ctx->spaces[SRSV_POOL_MIXED];
-	return ctx->spaces[kind];
-}
-
-void srsv__grant_metadata_tickets(struct srsv_ctx *ctx)
-{
-	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		struct srsv_space *s = ctx->spaces[i];
-
-		if (!s || s->is_data)
-			continue;
-		srsv__lock(&s->lock);
-		srsv__try_grant_tickets(s);
-		srsv__unlock(&s->lock);
-	}
+	return ctx ? srsv__ctx_space(ctx, (int)kind) : NULL;
 }
 
 SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
@@ -409,7 +448,7 @@ SRSV__EXPORT int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t bytes)
 
 SRSV__EXPORT uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx)
 {
-	return srsv__ld(&ctx->unallocated);
+	return ctx ? srsv__ld(&ctx->unallocated) : 0;
 }
 
 /* Add @delta to @word unless it would go below 0 or above the maximum. */

@@ -68,11 +68,20 @@
  * everything.  When the rsv no longer holds our share (drained or shrunk by
  * another user), it drops what is left of our part of the rsv's size; the
  * rsv then returns what it holds above its size, so no may_use is stranded.
+ *
+ * Layer: above the whole API (it reserves quota, data and metadata
+ * through the calls an engine would make), below ctx.c only.
  */
 #include <string.h>
 
 #include "async.h"
-#include "internal.h"
+#include "delalloc.h"
+#include "gate.h"
+#include "quota.h"
+#include "reserve.h"
+#include "rsv.h"
+#include "space.h"
+#include "stats.h"
 #include "trace.h"
 
 #define DELALLOC_MAGIC 0x64616c6cu	/* "dall" */
@@ -161,12 +170,12 @@ SRSV__EXPORT int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx,
 
 static struct srsv_space *data_space(struct srsv_ctx *ctx)
 {
-	return srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	return srsv__ctx_space(ctx, SRSV_POOL_DATA);
 }
 
 static struct srsv_space *meta_space(struct srsv_ctx *ctx)
 {
-	return srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+	return srsv__ctx_space(ctx, SRSV_POOL_METADATA);
 }
 
 /* Count and trace a refused delalloc call on @ctx's DATA (or MIXED) pool
@@ -251,7 +260,7 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	 */
 	if (nowait && (srsv__pending_for(data, SRSV_NO_FLUSH) ||
 		       srsv__pending_for(meta_space(ctx), SRSV_NO_FLUSH))) {
-		ret = -EAGAIN;
+		ret = srsv__nowait_refused(data, SRSV_NOWAIT_SPACE);
 		goto fail;
 	}
 
@@ -305,7 +314,9 @@ undo_data:
 		srsv__discard(srsv_space_release(data, bytes));
 fail:
 	if (nowait && (ret == -ENOSPC || ret == -EDQUOT))
-		ret = -EAGAIN;
+		ret = srsv__nowait_refused(data, ret == -EDQUOT ?
+					   SRSV_NOWAIT_QUOTA :
+					   SRSV_NOWAIT_SPACE);
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Flushing: the engine's callback, the async workers that serve normal
- * tickets, priority flushing in the caller's thread, and failing tickets.
+ * The flush walks: the async walks that serve normal tickets, priority
+ * flushing in the caller's thread, rescue rounds, and failing tickets.
+ *
+ * Layer: the flush walks, above the engine-callback wrapper, pacing and
+ * preemption (a walk that served every ticket hands over to the
+ * preemptive flusher), below the API.  The walks run as jobs of the
+ * workers (ctx.c hands them over) or in a waiting caller's thread.
  *
  * HOW SPACE IS RECLAIMED FOR WAITING TICKETS
  *
@@ -69,10 +74,14 @@
  */
 #include <string.h>
 
-#include "async.h"
 #include "bgroup.h"
-#include "internal.h"
+#include "callback.h"
+#include "counters.h"
+#include "flush.h"
+#include "preempt.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
 
 /* btrfs's passes before maybe_fail_all_tickets(): "commit_cycles > 2". */
 #define SRSV__MAX_COMMIT_CYCLES 2
@@ -93,107 +102,6 @@ static bool past(const struct timespec *deadline)
 	return srsv__now_ns() >= at;
 }
 
-/* States the library implements before calling the engine (zoned.c). */
-static bool library_state(const struct srsv_ctx *ctx, int state)
-{
-	return (ctx->cfg.flags & SRSV_CTX_ZONED) &&
-	       (state == SRSV_STATE_RESET_ZONES ||
-		state == SRSV_STATE_RECLAIM_ZONES);
-}
-
-/* The pool's free space, signed: overcommit and forced readonly can make
- * the accounted bytes exceed the total. */
-static int64_t free_space(const struct srsv_space *s)
-{
-	return (int64_t)srsv__space_counter(s, SRSV__TOTAL) -
-	       (int64_t)srsv__space_used(s, true);
-}
-
-int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
-		      bool for_preempt)
-{
-	struct srsv_ctx *ctx = s->ctx;
-	uint64_t total_before = srsv__space_counter(s, SRSV__TOTAL);
-	uint64_t zoned = 0, unpinned = 0, waiting, granted, start, commit_ns = 0;
-	uint64_t round = 0;
-	struct srsv__flush_sample f = {
-		.state = state,
-		.for_preempt = for_preempt,
-		.called = ctx->cfg.flush && !srsv__state_disabled(s, state),
-	};
-	int64_t free_before;
-	int ret = -EOPNOTSUPP;
-
-	/* What the stats measure (stats.c): cheap reads, no lock. */
-	waiting = srsv__ld(&s->waiting);
-	f.queued = (waiting & 0xffffffffu) + (waiting >> 32);
-	granted = srsv__ld(&s->stats.grant_bytes);
-	free_before = free_space(s);
-	start = srsv__now_ns();
-	if (state == SRSV_STATE_RESET_ZONES || state == SRSV_STATE_RECLAIM_ZONES)
-		zoned = srsv__zoned_flush(s, state, bytes);
-	/* RECLAIM_CHUNKS: the engine is called only with candidates to take
-	 * (bgroup.c); without any the state is a no-op (-EOPNOTSUPP). */
-	if (state == SRSV_STATE_RECLAIM_CHUNKS && f.called)
-		f.called = srsv__bgroup_reclaim_prepare(s, &round) != 0;
-	if (f.called) {
-		if (state == SRSV_STATE_COMMIT_TRANS) {
-			srsv__lock(&s->lock);
-			unpinned = s->stat_unpinned;
-			srsv__unlock(&s->lock);
-			commit_ns = srsv__now_ns();
-		}
-		srsv__enter_callback();
-		ret = ctx->cfg.flush(s, (enum srsv_flush_state)state, bytes,
-				     for_preempt, ctx->cfg.user);
-		if (state == SRSV_STATE_COMMIT_TRANS)
-			commit_ns = srsv__now_ns() - commit_ns;
-		srsv__leave_callback();
-		/* Counted; disabled unless the library implements the state
-		 * itself (zone reset and reclaim on a zoned ctx), where the
-		 * callback is the engine's hook after the library's pass. */
-		f.unsupported = ret == -EOPNOTSUPP;
-		f.disable = f.unsupported && !library_state(ctx, state);
-		if (state == SRSV_STATE_RECLAIM_CHUNKS)
-			srsv__bgroup_reclaim_finish(ctx, round);
-	}
-	/* The library did the state's work itself (zone reset/reclaim). */
-	if (ret == -EOPNOTSUPP && zoned)
-		ret = 0;
-	if (state == SRSV_STATE_ALLOC_CHUNK ||
-	    state == SRSV_STATE_ALLOC_CHUNK_FORCE) {
-		bool grew = srsv__space_counter(s, SRSV__TOTAL) != total_before;
-
-		/*
-		 * btrfs_chunk_alloc() marks the space_info full on ENOSPC; an
-		 * engine without chunk allocation, or a forced allocation that
-		 * added nothing (whatever it returned: an engine failing with
-		 * -EIO for ever must not keep the data walk forcing growth for
-		 * ever), means the same: the pool cannot grow.
-		 */
-		if (ret == -ENOSPC || ret == -EOPNOTSUPP ||
-		    (state == SRSV_STATE_ALLOC_CHUNK_FORCE && !grew))
-			srsv__st(&s->full, 1);
-		/* "ENOSPC from it counts as 0": not an error of the flush. */
-		if (ret == -ENOSPC)
-			ret = 0;
-	}
-	f.ns = srsv__now_ns() - start;
-	f.freed = free_space(s) - free_before +
-		  (int64_t)(srsv__ld(&s->stats.grant_bytes) - granted);
-	srsv__lock(&s->lock);
-	/* What a commit costs, when it committed something (an empty one is
-	 * cheap and says nothing): the preemptive commit rule's horizon. */
-	if (state == SRSV_STATE_COMMIT_TRANS && ret == 0 && f.called &&
-	    s->stat_unpinned != unpinned)
-		srsv__note_commit_time(s, commit_ns);
-	srsv__stats_flush(s, &f);
-	srsv__unlock(&s->lock);
-	srsv__trace_flush_space(s, state, bytes, ret, for_preempt, f.ns,
-				f.called);
-	return ret;
-}
-
 uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s)
 {
 	uint64_t to_reclaim = srsv__ld(&s->reclaim_size);
@@ -210,21 +118,6 @@ uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s)
 	if (total + avail < used)
 		to_reclaim += used - (total + avail);
 	return to_reclaim;
-}
-
-void srsv__fail_all_tickets(struct srsv_space *s, int error)
-{
-	struct srsv__list *heads[2] = { &s->priority_tickets, &s->tickets };
-
-	srsv__assert_held(&s->lock);
-	for (int i = 0; i < 2; i++) {
-		while (!srsv__list_empty(heads[i])) {
-			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
-
-			srsv__ticket_remove(s, t);
-			srsv__ticket_end(s, t, error);
-		}
-	}
 }
 
 bool srsv__maybe_fail_all_tickets(struct srsv_space *s)
@@ -346,7 +239,7 @@ static bool try_rescue(struct srsv_space *s, const struct srsv_state_array *arr,
 }
 
 /* btrfs_async_reclaim_metadata_space() for pool @s. */
-static void async_reclaim_metadata(struct srsv_space *s)
+void srsv__async_reclaim_metadata(struct srsv_space *s)
 {
 	const struct srsv_state_array *arr = &s->ctx->cfg.async_metadata_states;
 	unsigned idx = 0, commit_cycles = 0, rescues = 0;
@@ -437,7 +330,7 @@ static void async_reclaim_metadata(struct srsv_space *s)
 }
 
 /* btrfs_async_reclaim_data_space() for pool @s. */
-static void async_reclaim_data(struct srsv_space *s)
+void srsv__async_reclaim_data(struct srsv_space *s)
 {
 	const struct srsv_state_array *arr = &s->ctx->cfg.async_data_states;
 	uint64_t last_tickets_id;
@@ -625,37 +518,6 @@ void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
 	srsv__unlock(&s->lock);
 }
 
-static void set_bits(volatile AO_t *word, AO_t bits)
-{
-	AO_t old;
-
-	do {
-		old = AO_load(word);
-		if ((old & bits) == bits)
-			return;
-	} while (!AO_compare_and_swap_full(word, old, old | bits));
-}
-
-static AO_t take_bits(volatile AO_t *word)
-{
-	AO_t old;
-
-	do {
-		old = AO_load(word);
-	} while (old && !AO_compare_and_swap_full(word, old, 0));
-	return old;
-}
-
-void srsv__worker_kick(struct srsv_ctx *ctx, enum srsv__work w, int kind)
-{
-	struct srsv__worker *worker = &ctx->workers[w];
-
-	set_bits(&worker->pending, (AO_t)1 << kind);
-	/* sem_post never blocks: safe on the NOWAIT path. */
-	if (worker->started)
-		sem_post(&worker->wake);
-}
-
 void srsv__queue_async_reclaim(struct srsv_space *s, uint64_t bytes, int mode)
 {
 	(void)bytes;
@@ -663,99 +525,4 @@ void srsv__queue_async_reclaim(struct srsv_space *s, uint64_t bytes, int mode)
 	srsv__worker_kick(s->ctx, mode == SRSV_FLUSH_DATA ?
 			  SRSV__WORK_ASYNC_DATA : SRSV__WORK_ASYNC_METADATA,
 			  s->kind);
-}
-
-int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w)
-{
-	AO_t bits = take_bits(&ctx->workers[w].pending);
-	int ran = 0;
-
-	for (int kind = 0; kind < SRSV_POOL_COUNT; kind++) {
-		struct srsv_space *s = ctx->spaces[kind];
-
-		if (!(bits & ((AO_t)1 << kind)) || !s)
-			continue;
-		ran++;
-		switch (w) {
-		case SRSV__WORK_ASYNC_METADATA:
-			/* Asynchronous priority tickets first, as their
-			 * blocking twins flush before the async walk. */
-			srsv__async_walks(s);
-			async_reclaim_metadata(s);
-			break;
-		case SRSV__WORK_ASYNC_DATA:
-			srsv__async_walks(s);
-			async_reclaim_data(s);
-			break;
-		case SRSV__WORK_PREEMPT:
-			srsv__preempt_reclaim(s);
-			break;
-		default:
-			break;
-		}
-	}
-	return ran;
-}
-
-static void *worker_main(void *arg)
-{
-	struct srsv__worker *worker = arg;
-	struct srsv_ctx *ctx = worker->ctx;
-
-	for (;;) {
-		while (sem_wait(&worker->wake) != 0 && errno == EINTR)
-			;
-		if (srsv__ld(&ctx->stop_workers))
-			break;
-		srsv__worker_run_pending(ctx, worker->id);
-	}
-	return NULL;
-}
-
-int srsv__workers_start(struct srsv_ctx *ctx)
-{
-	static const char *const names[SRSV__WORK_COUNT] = {
-		[SRSV__WORK_ASYNC_METADATA] = "srsv-flush-md",
-		[SRSV__WORK_ASYNC_DATA] = "srsv-flush-data",
-		[SRSV__WORK_PREEMPT] = "srsv-preempt",
-	};
-
-	for (int i = 0; i < SRSV__WORK_COUNT; i++) {
-		struct srsv__worker *w = &ctx->workers[i];
-
-		w->ctx = ctx;
-		w->id = (enum srsv__work)i;
-		if (ctx->cfg.flags & SRSV_CTX_MANUAL)
-			continue;
-		if (sem_init(&w->wake, 0, 0))
-			goto fail;
-		w->start = (struct srsv__thread){
-			.name = names[i], .fn = worker_main, .arg = w,
-			.hook = ctx->cfg.thread_start, .user = ctx->cfg.user,
-		};
-		if (srsv__thread_create(&w->thread, &w->start)) {
-			sem_destroy(&w->wake);
-			goto fail;
-		}
-		w->started = true;
-	}
-	return 0;
-fail:
-	srsv__workers_stop(ctx);
-	return -EAGAIN;
-}
-
-void srsv__workers_stop(struct srsv_ctx *ctx)
-{
-	srsv__st(&ctx->stop_workers, 1);
-	for (int i = 0; i < SRSV__WORK_COUNT; i++) {
-		struct srsv__worker *w = &ctx->workers[i];
-
-		if (!w->started)
-			continue;
-		sem_post(&w->wake);
-		pthread_join(w->thread, NULL);
-		sem_destroy(&w->wake);
-		w->started = false;
-	}
 }

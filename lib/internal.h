@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal structures and helpers shared by the library's files.  Nothing
- * here is part of the API; non-static functions are prefixed srsv__.
+ * The library's layout: the structures every layer shares and the
+ * lock-free inline readers of them.  Nothing here is part of the API, and
+ * no function of any module is declared here: each module's prototypes are
+ * in its own header (docs/design.md, "The layers", says which file may call
+ * which).
  *
  * Concurrency model (see docs/design.md for the long form):
  *
  * - Each pool has one mutex (srsv_space::lock), btrfs's space_info->lock.
- *   Lock order: pool lock, then rsv lock, then the quota lock.  The ctx
- *   lock (ctx->lock) is never taken while a pool lock is held.
+ *   Lock order: block-group table lock, group lock, pool lock, rsv lock,
+ *   quota lock.  The ctx lock (ctx->lock) is never taken while a pool lock
+ *   is held.
  * - Counters are AO_t words so they can be read without the lock (the
  *   preemptive heuristic on the fast path, snapshots of single values).
  *   They are written under the pool lock, with one exception: may_use, the
  *   admission word, is changed by compare-and-swap so that a reservation
  *   with room and no queued tickets takes no lock at all (XFS's grant-head
  *   fast path).  Every change still goes through one helper per kind
- *   (srsv__space_update() under the lock, srsv__may_use_add()/sub()
- *   lock-free) that refuses underflow and traces.
+ *   (counters.c: srsv__space_update() under the lock, srsv__may_use_add()/
+ *   sub() lock-free) that refuses underflow and traces.
  * - Admission: a reservation fits when claimed + may_use + bytes is within
  *   the limit, where "claimed" = used + reserved + pinned + readonly +
  *   zone_unusable is kept as one word.  Transitions out of may_use into a
@@ -34,88 +38,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <stdbool.h>
-#include <stdint.h>
-
-#include <atomic_ops.h>
 
 #include <libspacersv/spacersv.h>
 
 #include "config.h"
 #include "lock.h"
-#include "stats.h"
-
-#define SRSV__EXPORT __attribute__((visibility("default")))
-
-/*
- * A public call the library makes where it cannot fail (it gives back
- * bytes it holds), or where a failure has no one to go to: the result is
- * dropped on purpose.  "(void)!" because gcc's warn_unused_result
- * (SRSV_MUST_CHECK) ignores a plain (void) cast.
- */
-#define srsv__discard(call) ((void)!(call))
-
-#define SZ_1M (UINT64_C(1) << 20)
-#define SZ_128M (UINT64_C(128) << 20)
-#define SZ_256M (UINT64_C(256) << 20)
-#define SZ_1G (UINT64_C(1) << 30)
-
-/*
- * Each argument is evaluated once, like the kernel's min()/max(): an
- * argument may load a word other threads change lock-free (an rsv's
- * reserved), and evaluating it again for the result could return a value
- * the comparison never saw (rsv.c, the spill in srsv_rsv_release()).
- */
-#define srsv__min(a, b) ({ __typeof__(a) srsv__a_ = (a);		\
-			   __typeof__(b) srsv__b_ = (b);		\
-			   srsv__a_ < srsv__b_ ? srsv__a_ : srsv__b_; })
-#define srsv__max(a, b) ({ __typeof__(a) srsv__a_ = (a);		\
-			   __typeof__(b) srsv__b_ = (b);		\
-			   srsv__a_ > srsv__b_ ? srsv__a_ : srsv__b_; })
-#define SRSV__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* @value * @percent / 100 without overflow (btrfs's mult_perc). */
-static inline uint64_t srsv__mult_perc(uint64_t value, unsigned percent)
-{
-	return value / 100 * percent + value % 100 * percent / 100;
-}
-
-_Static_assert(sizeof(AO_t) >= sizeof(uint64_t),
-	       "libspacersv needs 64-bit atomic words");
-
-/* Intrusive doubly linked list (tickets). */
-struct srsv__list {
-	struct srsv__list *next, *prev;
-};
-
-static inline void srsv__list_init(struct srsv__list *h)
-{
-	h->next = h->prev = h;
-}
-
-static inline bool srsv__list_empty(const struct srsv__list *h)
-{
-	return h->next == h;
-}
-
-static inline void srsv__list_add_tail(struct srsv__list *n,
-				       struct srsv__list *h)
-{
-	n->prev = h->prev;
-	n->next = h;
-	h->prev->next = n;
-	h->prev = n;
-}
-
-static inline void srsv__list_del_init(struct srsv__list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	srsv__list_init(n);
-}
-
-#define srsv__container_of(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#include "util.h"
 
 /* Counters that srsv__space_update() changes under the pool lock. */
 enum srsv__counter {
@@ -129,51 +57,34 @@ enum srsv__counter {
 	SRSV__COUNTER_COUNT
 };
 
-const char *srsv__counter_name(int counter);
+struct srsv__ticket;		/* tickets.h */
+struct srsv__ticket_ops;	/* tickets.h */
 
-enum srsv__ticket_state {
-	SRSV__TICKET_IDLE = 0,
-	SRSV__TICKET_QUEUED = 1,
-	SRSV__TICKET_DONE = 2
+/* A pool's statistics (stats.c records them, space.c reports them). */
+struct srsv__stats {
+	/* Under the pool lock. */
+	struct srsv_wait_stats modes[SRSV_FLUSH_MODE_COUNT];
+	struct srsv__state_stats {
+		uint64_t time_ns, waited_ns, bytes_freed, unsupported, skipped;
+	} states[SRSV_STATE_COUNT];
+	uint64_t stalled_ns;		/* closed stalls */
+	uint64_t stall_start_ns;	/* the open one's start, if tickets wait */
+	/* Written under the pool lock, read lock-free around a flush. */
+	volatile AO_t grant_bytes;	/* monotonic: bytes granted to tickets */
+	/* Lock-free: a refusal may come from the lock-free release path. */
+	volatile AO_t refused[SRSV_REFUSED_COUNT];
+	/* Lock-free: NOWAIT answers of -EAGAIN, per srsv_nowait_reason. */
+	volatile AO_t nowait[SRSV_NOWAIT_REASON_COUNT];
+	/* Bit s: state s said -EOPNOTSUPP and is not called any more. */
+	volatile AO_t disabled;
 };
-
-#define SRSV__TICKET_MAGIC 0x7469636bu	/* "tick" */
-
-/* The internal view of struct srsv_ticket. */
-struct srsv__ticket {
-	struct srsv__list node;		/* on a queue while QUEUED */
-	struct srsv_space *space;
-	uint64_t bytes;			/* still wanted; 0 once granted */
-	uint64_t orig_bytes;
-	uint64_t start_ns;
-	pthread_cond_t cond;		/* signalled when it ends */
-	int error;
-	int mode;
-	uint32_t magic;
-	volatile AO_t state;		/* enum srsv__ticket_state */
-	bool steal;			/* may take from the global rsv */
-	bool priority;			/* on priority_tickets */
-	bool cond_ready;		/* cond initialised */
-	/* Asynchronous tickets (async.c); async NULL for a blocking one. */
-	bool async_hold;		/* do not post yet (queueing, walking) */
-	bool async_walk;		/* priority walk to run by a worker */
-	struct srsv_async *async;	/* completion queue */
-	srsv_async_fn async_fn;
-	void *async_arg;
-	uint64_t deadline_ns;		/* monotonic; UINT64_MAX: none */
-};
-
-_Static_assert(sizeof(struct srsv__ticket) <= sizeof(struct srsv_ticket),
-	       "struct srsv_ticket too small");
-
-#define SRSV__CACHELINE 64
 
 /* One CPU's reservation cache (cache.c), alone on its cache line. */
-struct srsv__pace;	/* pace.c */
-
 struct srsv__cache_slot {
 	volatile AO_t word;		/* credit bytes, or closed */
 } __attribute__((aligned(SRSV__CACHELINE)));
+
+struct srsv__pace;	/* pace.c */
 
 struct srsv_space {
 	/*
@@ -191,6 +102,9 @@ struct srsv_space {
 	int kind;			/* enum srsv_pool */
 	bool is_data;			/* DATA or MIXED: never overcommits */
 	bool is_metadata;		/* METADATA or MIXED: preempt, async md */
+	/* A lock-free charge was taken back (counters.c): serve the queue,
+	 * never blocking.  The tickets layer's, set by ctx.c. */
+	void (*undone)(struct srsv_space *s);
 
 	/* Counters: written under lock (may_use: CAS), readable lock-free. */
 	volatile AO_t counters[SRSV__COUNTER_COUNT];
@@ -206,6 +120,8 @@ struct srsv_space {
 	volatile AO_t preempt_floor;	/* srsv__preempt_floor(total) */
 	/* Pacing state (pace.c); NULL when off.  Fixed. */
 	struct srsv__pace *pace;
+	/* Monotonic: bytes charged to may_use, kept while pace is set. */
+	volatile AO_t charged;
 	/* Per-CPU reservation caches (cache.c); NULL when off.  Fixed. */
 	struct srsv__cache_slot *cache;
 	volatile AO_t cache_on;		/* engaged (contention seen); 0 if
@@ -229,7 +145,7 @@ struct srsv_space {
 	 * The preemptive commit rule's measurements: how fast space is being
 	 * pinned (bytes ever pinned, pinned + stat_unpinned, sampled by the
 	 * preempt worker) and what a commit costs (COMMIT_TRANS callback
-	 * time).  Averages with weight 1/4; 0 = not measured yet.
+	 * time, callback.c).  Averages with weight 1/4; 0 = not measured yet.
 	 */
 	uint64_t pin_mark, pin_mark_ns;
 	uint64_t pin_rate;		/* bytes pinned per second */
@@ -250,81 +166,11 @@ struct srsv_space {
 	uint64_t stat_clamp_raised;	/* preempt.c: clamp + 1 */
 	uint64_t stat_clamp_lowered;	/* preempt.c: clamp - 1 */
 	struct srsv__stats stats;	/* stats.c */
+	/* Tracing's sampling of counter events (trace-lttng.h): per
+	 * counter, when the next may go out and the value last traced. */
+	volatile AO_t trace_next[SRSV__COUNTER_COUNT];
+	volatile AO_t trace_last[SRSV__COUNTER_COUNT];
 };
-
-static inline uint64_t srsv__ld(const volatile AO_t *p)
-{
-	return (uint64_t)AO_load((volatile AO_t *)p);
-}
-
-static inline void srsv__st(volatile AO_t *p, uint64_t v)
-{
-	AO_store(p, (AO_t)v);
-}
-
-/*
- * Lock-free decrease of a counter word that refuses underflow: false, and
- * the word unchanged, when it holds less than @bytes.  Full barrier on
- * success (the compare-and-swap).
- */
-static inline bool srsv__ao_sub_checked(volatile AO_t *w, uint64_t bytes)
-{
-	AO_t old;
-
-	do {
-		old = AO_load(w);
-		if ((uint64_t)old < bytes)
-			return false;
-	} while (!AO_compare_and_swap_full(w, old, old - (AO_t)bytes));
-	return true;
-}
-
-/* Take the whole word (leave 0); returns what it held.  Full barrier. */
-static inline uint64_t srsv__ao_take_all(volatile AO_t *w)
-{
-	AO_t old;
-
-	do {
-		old = AO_load(w);
-	} while (old && !AO_compare_and_swap_full(w, old, 0));
-	return (uint64_t)old;
-}
-
-/* may_use's word (an acquire load; space.c). */
-uint64_t srsv__may_use_settled(const struct srsv_space *s);
-/* Credit sitting in @s's per-CPU caches (a lock-free approximation). */
-uint64_t srsv__cache_credit(const struct srsv_space *s);
-
-/*
- * A counter's value.  may_use is what callers hold: the admission word
- * minus the caches' credit.  With caches engaged the two are read a moment
- * apart, so under concurrency it is an approximation, good for decisions
- * and snapshots; admission and validation read the word itself.
- */
-static inline uint64_t srsv__space_counter(const struct srsv_space *s,
-					   enum srsv__counter c)
-{
-	uint64_t may_use, credit;
-
-	if (c != SRSV__MAY_USE)
-		return srsv__ld(&s->counters[c]);
-	may_use = srsv__may_use_settled(s);
-	if (!s->cache)
-		return may_use;
-	credit = srsv__cache_credit(s);
-	return may_use > credit ? may_use - credit : 0;
-}
-
-/* btrfs_space_info_used(s, with_may_use) */
-static inline uint64_t srsv__space_used(const struct srsv_space *s,
-					bool with_may_use)
-{
-	uint64_t used = srsv__ld(&s->claimed);
-
-	if (with_may_use)
-		used += srsv__space_counter(s, SRSV__MAY_USE);
-	return used;
-}
 
 /* Worker kinds; each is a thread unless the ctx is in manual mode. */
 enum srsv__work {
@@ -334,9 +180,13 @@ enum srsv__work {
 	SRSV__WORK_COUNT = 3
 };
 
+/* A worker's job for one pool (workers.c runs it; ctx.c fills it). */
+typedef void (*srsv__job_fn)(struct srsv_space *s);
+
 struct srsv__worker {
 	struct srsv_ctx *ctx;
 	enum srsv__work id;
+	srsv__job_fn job;
 	pthread_t thread;
 	struct srsv__thread start;	/* name, hook */
 	bool started;
@@ -391,135 +241,61 @@ struct srsv_ctx {
 	struct srsv__bgroups *bgroups;		/* bgroup.c */
 };
 
-/* ---- space.c: counters and transitions ---- */
-int srsv__space_create(struct srsv_ctx *ctx, int kind, uint64_t total,
-		       struct srsv_space **out);
-void srsv__space_destroy(struct srsv_space *s);
-/*
- * The one helper for locked counters: asserts the pool lock, refuses a
- * change that would underflow (or overflow) with -EINVAL and no change,
- * keeps "claimed" in step, traces (counter, old, diff).
- */
-int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
-		       int64_t diff);
-/*
- * Move @bytes between two locked counters, adding to @to before
- * subtracting from @from (a lock-free reader of "claimed" never sees them
- * as free); -EINVAL and nothing changed if @from holds less.  Pool lock.
- */
-int srsv__space_move(struct srsv_space *s, enum srsv__counter from,
-		     enum srsv__counter to, uint64_t bytes);
-/* may_use, lock-free: refuse underflow with -EINVAL; trace. */
-int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes);
-/*
- * Subtract @bytes from may_use, or all it holds if less (after an
- * undetected over-release); the bytes subtracted.  The caches' drain.
- */
-uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes);
-void srsv__may_use_add(struct srsv_space *s, uint64_t bytes);
-/*
- * Charge @bytes to may_use if they fit under the overcommit rules of
- * @mode (btrfs: used + bytes <= total || can_overcommit(bytes, mode)).
- * Lock-free (CAS); true when charged, and then *@after (if not NULL) is
- * the may_use our compare-and-swap left: callers that look at may_use
- * again need not reload the contended word.
- */
-bool srsv__space_try_charge(struct srsv_space *s, uint64_t bytes, int mode,
-			    uint64_t *after);
-/* A @mode for srsv__space_try_charge(): plain fit, no overcommit. */
-#define SRSV__CHARGE_NO_OVERCOMMIT (-1)
-/* A @mode for srsv__space_try_charge(): used without may_use <= total. */
-#define SRSV__CHARGE_EMERGENCY (-2)
-/* calc_available_free_space(s, mode) */
-uint64_t srsv__available_free_space(const struct srsv_space *s, int mode);
-/* Grant queued tickets that fit, in FIFO order; pool lock held. */
-void srsv__try_grant_tickets(struct srsv_space *s);
-/* More unallocated space: grant the metadata (and system, mixed) pools'
- * tickets that may overcommit into it now.  Takes each pool lock. */
-void srsv__grant_metadata_tickets(struct srsv_ctx *ctx);
-/*
- * After a free that happened without the lock: grant if tickets wait.
- * With @nowait the lock is only try-locked; if it is busy the pool's async
- * worker is kicked to grant instead (never blocks).
- */
-void srsv__maybe_grant(struct srsv_space *s, bool nowait);
-/* srsv_space_release() for NOWAIT callers (undo paths): never blocks. */
-int srsv__space_release_nowait(struct srsv_space *s, uint64_t bytes);
+/* ---- lock-free inline readers ---- */
 
-/* ---- reserve.c: the reserve path and tickets ---- */
-/* Remove a queued ticket (reclaim_size, waiting); pool lock held. */
-void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t);
-/* End a ticket with @error (0: granted), trace, wake; pool lock held. */
-void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error);
-static inline struct srsv__ticket *srsv__ticket_first(struct srsv__list *h)
+/* may_use's word (an acquire load). */
+static inline uint64_t srsv__may_use_settled(const struct srsv_space *s)
 {
-	return srsv__container_of(h->next, struct srsv__ticket, node);
+	return (uint64_t)AO_load_acquire((volatile AO_t *)&s->may_use);
 }
-/* Enter/leave a slow path (shutdown waits for them); false if closing. */
-bool srsv__ctx_enter(struct srsv_ctx *ctx);
-void srsv__ctx_leave(struct srsv_ctx *ctx);
-/*
- * A public call that waits inside (reserve_blocking(), a quota flush) and
- * then goes on using the ctx (srsv_rsv_add(), srsv_delalloc_reserve(),
- * srsv_quota_reserve(), ...) brackets itself with srsv__outer_begin() and
- * srsv__outer_end(): a wait inside leaves with srsv__ctx_leave_waited(),
- * which, inside such a call on the same ctx, keeps the shutdown count until
- * the outermost call ends, so that srsv_ctx_destroy() cannot free what it
- * still touches.
- * Thread-local: costs no shared write when nothing waited.
- */
-void srsv__outer_begin(struct srsv_ctx *ctx);
-void srsv__outer_end(void);
-void srsv__ctx_leave_waited(struct srsv_ctx *ctx);
 
-/* ---- flush.c: flushing ---- */
-/*
- * Call the engine for @state with no lock held; count, trace, and apply
- * the ALLOC_CHUNK rules (-ENOSPC / -EOPNOTSUPP mark the pool full).
- */
-int srsv__flush_space(struct srsv_space *s, uint64_t bytes, int state,
-		      bool for_preempt);
-/* Queue async reclaim of @s (normal tickets); pool lock held. */
-void srsv__queue_async_reclaim(struct srsv_space *s, uint64_t bytes, int mode);
-/* Run the priority flushing of ticket @t in the caller's thread. */
-void srsv__priority_reclaim(struct srsv_space *s, struct srsv__ticket *t,
-			    const struct timespec *deadline);
-/* maybe_fail_all_tickets(); pool lock held.  True if progress was made. */
-bool srsv__maybe_fail_all_tickets(struct srsv_space *s);
-/* Fail every queued ticket with @error; pool lock held. */
-void srsv__fail_all_tickets(struct srsv_space *s, int error);
-/* Wake worker @w for pool kind @kind (never blocks). */
-void srsv__worker_kick(struct srsv_ctx *ctx, enum srsv__work w, int kind);
-int srsv__workers_start(struct srsv_ctx *ctx);
-void srsv__workers_stop(struct srsv_ctx *ctx);
-/* Run one pending item of worker @w inline; returns items run. */
-int srsv__worker_run_pending(struct srsv_ctx *ctx, enum srsv__work w);
-/* steal_from_global_rsv() (rsv.c); pool lock held. */
-bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);
-/*
- * btrfs_return_free_space(): @bytes of @s just became free (unpin); the
- * global reserve, if it lives in @s and is below its size, takes them
- * first.  Returns the bytes it took.  Pool lock held.
- */
-uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes);
-/* btrfs_calc_reclaim_metadata_size(); pool lock held. */
-uint64_t srsv__calc_reclaim_metadata_size(struct srsv_space *s);
+/* Credit sitting in @s's per-CPU caches (a lock-free approximation). */
+static inline uint64_t srsv__cache_credit(const struct srsv_space *s)
+{
+	/* A slot's word is its credit, or its credit | CLOSED (bit 63). */
+	const AO_t mask = ~((AO_t)1 << 63);
+	uint64_t credit = 0;
 
-/* ---- preempt.c: preemptive flushing ---- */
-/* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
-bool srsv__need_preemptive_reclaim(struct srsv_space *s);
-/* The preemptive floor of a pool of @total bytes. */
-uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total);
-/* A COMMIT_TRANS callback took @ns (pool lock held). */
-void srsv__note_commit_time(struct srsv_space *s, uint64_t ns);
-/* Queue the preemptive worker if need_preemptive_reclaim() says so. */
-void srsv__queue_preempt_if_needed(struct srsv_space *s, uint64_t bytes,
-				   int mode);
+	for (unsigned i = 0; i < s->cache_slots; i++)
+		credit += AO_load((volatile AO_t *)&s->cache[i].word) & mask;
+	return credit;
+}
+
+/*
+ * A counter's value.  may_use is what callers hold: the admission word
+ * minus the caches' credit.  With caches engaged the two are read a moment
+ * apart, so under concurrency it is an approximation, good for decisions
+ * and snapshots; admission and validation read the word itself.
+ */
+static inline uint64_t srsv__space_counter(const struct srsv_space *s,
+					   enum srsv__counter c)
+{
+	uint64_t may_use, credit;
+
+	if (c != SRSV__MAY_USE)
+		return srsv__ld(&s->counters[c]);
+	may_use = srsv__may_use_settled(s);
+	if (!s->cache)
+		return may_use;
+	credit = srsv__cache_credit(s);
+	return may_use > credit ? may_use - credit : 0;
+}
+
+/* btrfs_space_info_used(s, with_may_use) */
+static inline uint64_t srsv__space_used(const struct srsv_space *s,
+					bool with_may_use)
+{
+	uint64_t used = srsv__ld(&s->claimed);
+
+	if (with_may_use)
+		used += srsv__space_counter(s, SRSV__MAY_USE);
+	return used;
+}
 
 /*
  * Are tickets queued that a reservation in @mode may not pass?  Normal
  * tickets hold back FLUSH_ALL, ALL_STEAL and NO_FLUSH; priority tickets
- * hold back everyone.  Lock-free.
+ * hold back everyone.
  */
 static inline bool srsv__pending_for(const struct srsv_space *s, int mode)
 {
@@ -532,129 +308,24 @@ static inline bool srsv__pending_for(const struct srsv_space *s, int mode)
 	return (waiting >> 32) != 0;
 }
 
-/*
- * After a successful metadata reservation: queue preemptive flushing if
- * needed.  Inline so that the reservation fast path of a pool with room
- * pays four loads here, not a chain of calls: a busy or disabled worker,
- * or reservations under the floor, answer "no" at once.  @may_use is what
- * the caller's charge left: with writers on several CPUs the admission
- * word's cache line has often moved on by now, and reloading it would
- * cost a second transfer per reservation.
- */
-static inline void srsv__maybe_queue_preempt(struct srsv_space *s,
-					     uint64_t bytes, int mode,
-					     uint64_t may_use)
+/* The pool @kind of @ctx stands for (srsv_ctx_space()), or NULL. */
+static inline struct srsv_space *srsv__ctx_space(const struct srsv_ctx *ctx,
+						 int kind)
 {
-	struct srsv_ctx *ctx = s->ctx;
-
-	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
-		return;
-	if (may_use + srsv__space_counter(s, SRSV__PINNED) <=
-	    srsv__ld(&s->preempt_floor))
-		return;
-	srsv__queue_preempt_if_needed(s, bytes, mode);
+	if ((unsigned)kind >= SRSV_POOL_COUNT)
+		return NULL;
+	if (ctx->spaces[SRSV_POOL_MIXED] &&
+	    (kind == SRSV_POOL_DATA || kind == SRSV_POOL_METADATA))
+		return ctx->spaces[SRSV_POOL_MIXED];
+	return ctx->spaces[kind];
 }
-/* maybe_clamp_preempt(): a ticket started async flushing, or a paced
- * writer slept; pool lock held. */
-void srsv__maybe_clamp_preempt(struct srsv_space *s);
-/* The clamp comes down one step per this long without a wait (preempt.c,
- * THE CLAMP). */
-#define SRSV__CLAMP_QUIET_NS (1000ull * 1000 * 1000)
-/* The preempt worker's body. */
-void srsv__preempt_reclaim(struct srsv_space *s);
-/* The preempt worker's choice of state and bytes; pool lock held. */
-int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim);
 
-/* ---- cache.c: per-CPU reservation caches ---- */
-/*
- * Whether @bytes go through @s's caches: engaged (which implies
- * configured) and small enough.  One load on the exact path.
- */
-static inline bool srsv__cache_engaged(const struct srsv_space *s,
-				       uint64_t bytes)
-{
-	return __builtin_expect(srsv__ld(&s->cache_on) != 0, 0) &&
-	       bytes <= s->cache_batch;
-}
-/* Engage @s's (configured) caches: contention was seen.  Cold. */
-void srsv__cache_engage(struct srsv_space *s);
-/* Give @s caches serving requests up to @batch (0: none). */
-int srsv__cache_create(struct srsv_space *s, uint64_t batch);
-void srsv__cache_free(struct srsv_space *s);
-/*
- * Reserve @bytes (at most the batch) from this CPU's cache, refilling it
- * from may_use if the pool is far from full.  *@after: may_use after a
- * refill, 0 when the credit sufficed.  false: use may_use directly.
- */
-bool srsv__cache_take(struct srsv_space *s, uint64_t bytes, bool nowait,
-		      uint64_t *after);
-/*
- * Release @bytes (at most the batch) into this CPU's cache.  1: done;
- * 0: the cache is closed, release to may_use; -EINVAL: more than may_use.
- */
-int srsv__cache_put(struct srsv_space *s, uint64_t bytes, bool nowait);
-/* Close every cache and return its credit to may_use; the bytes moved. */
-uint64_t srsv__cache_drain(struct srsv_space *s);
-/*
- * A slow path's decision: keep every cache closed and empty (no reopen, no
- * refill) from srsv__cache_block(), which drains and lets credit in motion
- * land, to srsv__cache_unblock().  The try form (NOWAIT) does not wait for
- * another thread: false, and nothing blocked, if credit is in motion.
- */
-void srsv__cache_block(struct srsv_space *s);
-bool srsv__cache_try_block(struct srsv_space *s)
-	__attribute__((warn_unused_result));
-void srsv__cache_unblock(struct srsv_space *s);
-
-/* ---- rsv.c: block reservations ---- */
-int srsv__rsv_init(struct srsv_rsv *rsv, struct srsv_space *s, int type);
-void srsv__rsv_teardown(struct srsv_rsv *rsv);
-/* Reserved bytes of a standard rsv, lock-free approximation. */
-uint64_t srsv__std_rsv_reserved(struct srsv_ctx *ctx, int type);
-uint64_t srsv__std_rsv_size(struct srsv_ctx *ctx, int type);
 /* The metadata (or mixed) pool the standard rsvs live in. */
-struct srsv_space *srsv__metadata_space(struct srsv_ctx *ctx);
-/*
- * Take @bytes back out of @rsv as srsv_rsv_add() put them in: reserved and
- * size both drop by @bytes under one rsv lock, so nothing spills and the
- * bytes stay in may_use, owned by the caller.  -ENOSPC (reserved < @bytes)
- * or -EINVAL (size < @bytes) with nothing changed.
- */
-int srsv__rsv_take(struct srsv_rsv *rsv, uint64_t bytes);
-/* The exact inverse of srsv__rsv_take() (may_use untouched). */
-void srsv__rsv_put_back(struct srsv_rsv *rsv, uint64_t bytes);
-
-/* ---- quota.c ---- */
-/* Reserve several quota kinds in one admission (the delalloc helper). */
-int srsv__quota_reserve_kinds(struct srsv_quota *q,
-			      const uint64_t bytes[SRSV_QUOTA_KIND_COUNT],
-			      unsigned flags);
-/*
- * A delalloc write reached disk, all or nothing: META_PREALLOC -@meta,
- * META_PERTRANS +@meta_used (<= @meta), DATA -@data, used +@data.
- * -EINVAL, nothing changed, when the tenant holds less than that.
- */
-int srsv__quota_finish(struct srsv_quota *q, uint64_t data, uint64_t meta,
-		       uint64_t meta_used);
-/* White-box tests: the quota's lock, to hold it from another thread. */
-struct srsv__lock *srsv__quota_lock_ptr(struct srsv_quota *q);
-
-/* ---- delalloc.c ---- */
-/*
- * White-box tests: an int (*)(int step) stored as a word (read with
- * AO_load()), called before each fallible step of the delalloc helper;
- * non-zero fails that step.  Set it while no delalloc call runs.
- */
-typedef int (*srsv__delalloc_fault_fn)(int step);
-extern volatile AO_t srsv__delalloc_fault;
-
-/* ---- quota.c and zoned.c teardown ---- */
-void srsv__quota_ctx_destroy(struct srsv_ctx *ctx);
-void srsv__zoned_ctx_destroy(struct srsv_ctx *ctx);
-/* Flush states the zoned code implements inside the library (reset /
- * reclaim of zone groups) before the engine is called, bounded and
- * stopping once @bytes are back (0: no target); returns bytes returned to
- * the pool. */
-uint64_t srsv__zoned_flush(struct srsv_space *s, int state, uint64_t bytes);
+static inline struct srsv_space *
+srsv__metadata_space(const struct srsv_ctx *ctx)
+{
+	return ctx->spaces[SRSV_POOL_MIXED] ? ctx->spaces[SRSV_POOL_MIXED] :
+					      ctx->spaces[SRSV_POOL_METADATA];
+}
 
 #endif /* SRSV_INTERNAL_H */

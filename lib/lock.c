@@ -7,13 +7,18 @@
  * -Ddebug_locks=true can prove the NOWAIT contract: a NOWAIT call must show
  * zero blocking acquisitions and zero waits in the calling thread's
  * counters (include/libspacersv/debug.h).
+ *
+ * Layer: the bottom, beside util.h: it knows no library structure.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include <libspacersv/spacersv.h>
+
+#include "lock.h"
+#include "util.h"
 
 static __thread AO_t thread_token;
 static volatile AO_t next_token = 1;

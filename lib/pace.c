@@ -135,12 +135,26 @@
  * Off (the default) it costs one load of s->pace on the reservation path.
  * On, every charge adds to one shared counter and every paced
  * reservation reads the clock.
+ *
+ * LAYER
+ *
+ * Pacing sits above the engine-callback wrapper and below preemption,
+ * which reads what pacing holds back (srsv__pace_excess()).  One call goes
+ * up, and it is the algorithm's, not an accident of where code was put:
+ * the first paced sleep of an episode raises the preemptive clamp
+ * (srsv__maybe_clamp_preempt(), below), as a ticket that starts the async
+ * flusher does.  Pacing and preemption are one feedback loop; design.md
+ * section 22 names this call, and so does preempt.c.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "blockrsv.h"
+#include "counters.h"
+#include "gate.h"
 #include "pace.h"
+#include "preempt.h"
 #include "trace.h"
 
 /* Bandwidth sampling window and longest sleep between looks at the fill. */
@@ -213,13 +227,11 @@ void srsv__pace_free(struct srsv_space *s)
  */
 static uint64_t fill_pm(struct srsv_space *s, uint64_t *held)
 {
-	struct srsv_ctx *ctx = s->ctx;
 	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
 	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
 	uint64_t claimed = srsv__ld(&s->claimed);
 	uint64_t may_use = srsv__may_use_settled(s);
-	uint64_t global = srsv__metadata_space(ctx) == s ?
-			  srsv__std_rsv_reserved(ctx, SRSV_RSV_GLOBAL) : 0;
+	uint64_t global = srsv__std_reserved_in(s, SRSV_RSV_GLOBAL);
 	uint64_t committed = (claimed > pinned ? claimed - pinned : 0) +
 			     srsv__min(global, may_use);
 	uint64_t room = total > committed ? total - committed : 0;
@@ -299,7 +311,7 @@ static void sample_bw(struct srsv_space *s, struct srsv__pace *p,
 	if (mark == 1 || now - (uint64_t)mark < SRSV__PACE_WINDOW_NS ||
 	    !AO_compare_and_swap_full(&p->sampling, mark, 1))
 		return;
-	charged = srsv__ld(&p->charged);
+	charged = srsv__ld(&s->charged);
 	dt = now - p->mark_ns;
 	if (p->mark_ns && dt <= SRSV__PACE_QUIET_NS) {
 		freed = (double)(charged - p->mark_charged) +

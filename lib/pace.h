@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pacing (pace.c): module-private declarations.  Only reserve.c, space.c
- * and the white-box tests include this header.
+ * Pacing (pace.c): the pool's pacing state, and what the reserve path,
+ * the preemptive flusher and the statistics call.
  */
 #ifndef SRSV_PACE_H
 #define SRSV_PACE_H
@@ -17,9 +17,6 @@ struct srsv__pace {
 
 	/* The slot clock: when the next paced reservation may return. */
 	volatile AO_t next_ns;
-	/* Monotonic: bytes charged to may_use in this pool. */
-	volatile AO_t charged;
-
 	/* Reclaim bandwidth estimate (bytes/s); sampled by one thread at a
 	 * time (sampling), over windows of SRSV__PACE_WINDOW_NS. */
 	volatile AO_t sampling;
@@ -52,14 +49,6 @@ struct srsv__pace_stats {
 /* Allocate @s's pacing state if the ctx's config asks for it. */
 int srsv__pace_create(struct srsv_space *s);
 void srsv__pace_free(struct srsv_space *s);
-
-/* Every charge of may_use (srsv__space_try_charge()). */
-static inline void srsv__pace_note_charge(struct srsv_space *s,
-					  uint64_t bytes)
-{
-	if (__builtin_expect(s->pace != NULL, 0))
-		AO_fetch_and_add(&s->pace->charged, (AO_t)bytes);
-}
 
 /*
  * A reservation of @bytes in @mode (with @flags) was charged without

@@ -62,10 +62,23 @@
  * own pool (dirty bytes written back, bytes unpinned, deferred reserves
  * drained), and a run in which no flush achieved anything backs off
  * before the next one is queued.
+ *
+ * LAYER
+ *
+ * Preemption sits above pacing and the engine-callback wrapper, below the
+ * flush walks (which hand a pool over to it once every ticket is served)
+ * and the reserve path (which queues it).  It runs as the preempt
+ * worker's job (ctx.c gives it).  Pacing calls up into it once, by
+ * design: a paced writer's first sleep raises the clamp
+ * (srsv__maybe_clamp_preempt(), from pace.c; design.md section 22).
  */
-#include "internal.h"
+#include "blockrsv.h"
+#include "callback.h"
+#include "counters.h"
 #include "pace.h"
+#include "preempt.h"
 #include "trace.h"
+#include "workers.h"
 
 #define SRSV__CLAMP_MAX 8
 /*
@@ -81,39 +94,11 @@
 #define SRSV__PREEMPT_BACKOFF_MIN_NS (10ull * 1000 * 1000)
 #define SRSV__PREEMPT_BACKOFF_MAX_NS (1000ull * 1000 * 1000)
 
-/*
- * The floor under which preemptive flushing is pointless.  Upstream uses
- * 128 MiB, a quarter of the largest global reserve (512 MiB): "if we have
- * less than that devoted to other reservations there's no sense in
- * flushing".  On a metadata pool of a few hundred MiB a fixed 128 MiB floor
- * sits above the 90% cutoff, so preemptive flushing would never run on the
- * small pools that stall soonest.  We keep upstream's proportion instead:
- * 1/32 of the pool (exactly 128 MiB at 4 GiB, where upstream's global
- * reserve typically reaches its cap), at least one item's worth (below that
- * there is nothing to flush), at most 128 MiB (upstream's value).
- * Recomputed whenever the pool's total changes (srsv__space_update()), and
- * read by the inline test on the reservation fast path.
- */
-uint64_t srsv__preempt_floor(const struct srsv_space *s, uint64_t total)
-{
-	uint64_t floor = total >> 5;
-
-	floor = srsv__max(floor, s->ctx->cfg.item_bytes);
-	return srsv__min(floor, SZ_128M);
-}
-
+/* The floor under which preemptive flushing is pointless (its rule is in
+ * counters.c, which keeps it as a word for the reservation fast path). */
 static uint64_t preempt_floor(const struct srsv_space *s)
 {
 	return srsv__ld(&s->preempt_floor);
-}
-
-/* The standard rsvs live in one pool; elsewhere they count as 0. */
-static uint64_t std_reserved(const struct srsv_space *s, int type)
-{
-	struct srsv_ctx *ctx = s->ctx;
-
-	return srsv__metadata_space(ctx) == s ?
-	       srsv__std_rsv_reserved(ctx, type) : 0;
 }
 
 static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
@@ -132,8 +117,8 @@ static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
 	 * reserve is flushable.
 	 */
 	if (ordered >= delalloc)
-		used += std_reserved(s, SRSV_RSV_DELREFS) +
-			std_reserved(s, SRSV_RSV_DELOPS);
+		used += srsv__std_reserved_in(s, SRSV_RSV_DELREFS) +
+			srsv__std_reserved_in(s, SRSV_RSV_DELOPS);
 	else if (may_use > global)
 		used += may_use - global;
 	return used;
@@ -154,7 +139,7 @@ bool srsv__need_preemptive_reclaim(struct srsv_space *s)
 	 */
 	if (used <= preempt_floor(s))
 		return false;
-	global = std_reserved(s, SRSV_RSV_GLOBAL);
+	global = srsv__std_reserved_in(s, SRSV_RSV_GLOBAL);
 	/* What could be flushed belongs to the global reserve. */
 	if (global >= used)
 		return false;
@@ -279,12 +264,6 @@ static void sample_pin_rate(struct srsv_space *s)
 	s->pin_mark_ns = now;
 }
 
-void srsv__note_commit_time(struct srsv_space *s, uint64_t ns)
-{
-	srsv__assert_held(&s->lock);
-	s->commit_ns = s->commit_ns ? (3 * s->commit_ns + ns) / 4 : ns;
-}
-
 /*
  * How many commit durations ahead the commit rule looks: the room must
  * outlast the commit itself (pinning goes on while it runs; nothing is
@@ -370,10 +349,10 @@ static bool preempt_commit_worth_it(struct srsv_space *s, uint64_t global)
 
 int srsv__preempt_choose(struct srsv_space *s, uint64_t *to_reclaim)
 {
-	uint64_t global = std_reserved(s, SRSV_RSV_GLOBAL);
-	uint64_t delayed = std_reserved(s, SRSV_RSV_DELOPS);
-	uint64_t delayed_refs = std_reserved(s, SRSV_RSV_DELREFS);
-	uint64_t trans = std_reserved(s, SRSV_RSV_TRANS);
+	uint64_t global = srsv__std_reserved_in(s, SRSV_RSV_GLOBAL);
+	uint64_t delayed = srsv__std_reserved_in(s, SRSV_RSV_DELOPS);
+	uint64_t delayed_refs = srsv__std_reserved_in(s, SRSV_RSV_DELREFS);
+	uint64_t trans = srsv__std_reserved_in(s, SRSV_RSV_TRANS);
 	uint64_t may_use = srsv__space_counter(s, SRSV__MAY_USE);
 	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
 	uint64_t block_rsv_size = global + delayed + delayed_refs + trans;

@@ -68,11 +68,16 @@
  * Lock order (internal.h): pool lock, rsv lock, quota table lock, quota
  * lock.  No other library lock is taken while a quota lock is held, and the
  * quota flush callback runs with none held.
+ *
+ * Layer: the engine-facing API; it calls only the shutdown gate, the
+ * statistics and tracing.  The delalloc helper calls it.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gate.h"
+#include "quota.h"
+#include "stats.h"
 #include "trace.h"
 
 #define QUOTA_MAGIC 0x71756f74u		/* "quot" */
@@ -107,6 +112,7 @@ struct srsv_quota {
 	volatile AO_t stat_flushes;
 	volatile AO_t stat_flush_waits;
 	volatile AO_t stat_edquot;
+	volatile AO_t stat_nowait;	/* NOWAIT refused over the limit */
 	uint32_t magic;
 };
 
@@ -155,7 +161,7 @@ static int quota_refused(const struct srsv_quota *q, int kind, int refusal,
 {
 	bool data = kind == SRSV_QUOTA_DATA || kind == TRACE_KIND_USED;
 
-	return srsv__refused(srsv_ctx_space(q->ctx, data ? SRSV_POOL_DATA :
+	return srsv__refused(srsv__ctx_space(q->ctx, data ? SRSV_POOL_DATA :
 						     SRSV_POOL_METADATA),
 			     refusal, bytes);
 }
@@ -213,7 +219,7 @@ static int try_admit(struct srsv_quota *q,
 
 	if (nowait) {
 		if (!srsv__trylock(&q->lock))
-			return -EAGAIN;
+			return srsv__nowait_refused(NULL, SRSV_NOWAIT_LOCK);
 	} else {
 		srsv__lock(&q->lock);
 	}
@@ -438,8 +444,10 @@ int srsv__quota_reserve_kinds(struct srsv_quota *q,
 	if (ret != -EDQUOT)
 		goto out;
 	if (nowait) {
-		/* As btrfs's nowait path: the caller retries blocking; -EDQUOT is for it. */
-		ret = -EAGAIN;
+		/* As btrfs's nowait path: the caller retries blocking;
+		 * -EDQUOT is for it.  The reason tells it so. */
+		ret = srsv__nowait_refused(NULL, SRSV_NOWAIT_QUOTA);
+		AO_fetch_and_add1(&q->stat_nowait);
 		goto refused;
 	}
 	if ((flags & SRSV_QUOTA_NOFLUSH) || !q->ctx->cfg.quota_flush)
@@ -775,6 +783,7 @@ SRSV__EXPORT int srsv_quota_snapshot_sized(struct srsv_quota *q,
 	info->flushes = srsv__ld(&q->stat_flushes);
 	info->flush_waits = srsv__ld(&q->stat_flush_waits);
 	info->edquot = srsv__ld(&q->stat_edquot);
+	info->nowait_refused = srsv__ld(&q->stat_nowait);
 	SRSV__OUT_COPY(out, all, size, size);
 	return 0;
 }

@@ -36,13 +36,25 @@
  * NOWAIT never takes a sleeping lock: the fast path is lock-free, the
  * locked re-check is try-locked, and anything that would need a ticket is
  * -EAGAIN.
+ *
+ * Layer: the engine-facing API, above the walks, preemption, pacing and
+ * tickets.  An asynchronous ticket's queueing is reported through the
+ * hooks it carries (struct srsv__ticket_ops), not by calling async.c,
+ * which sits above this file.
  */
 #include <string.h>
 
-#include "async.h"
-#include "internal.h"
+#include "cache.h"
+#include "counters.h"
+#include "flush.h"
+#include "gate.h"
 #include "pace.h"
+#include "preempt.h"
+#include "reserve.h"
+#include "stats.h"
+#include "tickets.h"
 #include "trace.h"
+#include "workers.h"
 
 static inline struct srsv__ticket *ticket_impl(struct srsv_ticket *t)
 {
@@ -99,100 +111,6 @@ static bool try_reserve(struct srsv_space *s, uint64_t bytes, int mode,
 	       srsv__space_try_charge(s, bytes, SRSV__CHARGE_EMERGENCY, after);
 }
 
-void srsv__ticket_remove(struct srsv_space *s, struct srsv__ticket *t)
-{
-	srsv__assert_held(&s->lock);
-	if (srsv__list_empty(&t->node))
-		return;
-	srsv__list_del_init(&t->node);
-	srsv__st(&s->reclaim_size, srsv__ld(&s->reclaim_size) - t->bytes);
-	if (AO_fetch_and_add_full(&s->waiting,
-				  (AO_t)0 - (t->priority ? (AO_t)1 << 32 : 1)) ==
-	    (t->priority ? (AO_t)1 << 32 : 1))
-		srsv__stats_stall_end(s);	/* the last one left */
-}
-
-void srsv__ticket_end(struct srsv_space *s, struct srsv__ticket *t, int error)
-{
-	uint64_t wait_ns = srsv__now_ns() - t->start_ns;
-
-	srsv__assert_held(&s->lock);
-	t->error = error;
-	if (error)
-		s->stat_failed++;
-	else
-		s->stat_granted++;
-	srsv__stats_ticket_end(s, t->mode, error, wait_ns);
-	srsv__trace_ticket_end(s, t->orig_bytes, t->mode, error, wait_ns);
-	if (t->async) {
-		/* No waiter: post it to its completion queue (async.c),
-		 * unless its queueing or priority walk is still going on. */
-		AO_store_release(&t->state, SRSV__TICKET_DONE);
-		if (!t->async_hold)
-			srsv__async_post(t);
-		return;
-	}
-	/*
-	 * Signal before publishing DONE: the waiter re-checks the state under
-	 * the lock we hold, and once DONE is visible (lock-free, in
-	 * ticket_wait) nobody touches the condition variable any more, so the
-	 * owner may destroy it without the lock.
-	 */
-	pthread_cond_signal(&t->cond);
-	AO_store_release(&t->state, SRSV__TICKET_DONE);
-}
-
-bool srsv__ctx_enter(struct srsv_ctx *ctx)
-{
-	AO_fetch_and_add1_full(&ctx->active);
-	/* A parent's ctx in a child of fork() has no flushers: nothing that
-	 * waits may start (ctx.c, forked_copy()). */
-	if (srsv__ld(&ctx->closing) ||
-	    ctx->fork_gen != srsv__ld(&srsv__fork_gen)) {
-		srsv__ctx_leave(ctx);
-		return false;
-	}
-	return true;
-}
-
-void srsv__ctx_leave(struct srsv_ctx *ctx)
-{
-	AO_fetch_and_sub1_full(&ctx->active);
-}
-
-/*
- * See srsv__outer_begin() in internal.h.  The outermost wrapper's ctx owns
- * the deferral: a callback run inside it (priority flushing, a quota
- * flush) may call wrappers of another ctx, whose waits cannot wait anyway
- * (-EDEADLK) and leave at once.
- */
-static __thread unsigned outer_depth;
-static __thread struct srsv_ctx *outer_ctx;
-static __thread unsigned deferred_leaves;
-
-void srsv__outer_begin(struct srsv_ctx *ctx)
-{
-	if (!outer_depth++)
-		outer_ctx = ctx;
-}
-
-void srsv__outer_end(void)
-{
-	if (--outer_depth)
-		return;
-	for (; deferred_leaves; deferred_leaves--)
-		srsv__ctx_leave(outer_ctx);
-	outer_ctx = NULL;
-}
-
-void srsv__ctx_leave_waited(struct srsv_ctx *ctx)
-{
-	if (outer_depth && ctx == outer_ctx)
-		deferred_leaves++;
-	else
-		srsv__ctx_leave(ctx);
-}
-
 static int check_args(const struct srsv_space *s, uint64_t bytes, int mode,
 		      unsigned flags)
 {
@@ -231,7 +149,7 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	int ret;
 
 	/* An asynchronous ticket has no waiter to signal. */
-	if (!t->async) {
+	if (!t->ops) {
 		ret = srsv__cond_init(&t->cond);
 		if (ret)
 			return ret;
@@ -259,8 +177,8 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 		t->cond_ready = false;
 		return t->error;
 	}
-	if (t->async)
-		srsv__async_queued(s, t);
+	if (t->ops)
+		t->ops->queued(s, t);
 
 	if (!priority && !s->flush) {
 		/*
@@ -285,6 +203,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 {
 	struct srsv_ctx *ctx = s->ctx;
 	uint64_t after = 0;
+	bool entered;
 	int ret;
 
 	if (flags & SRSV_RESERVE_NOWAIT) {
@@ -294,17 +213,23 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		 * the answer can only be -EAGAIN, and our unlock could have
 		 * to wake a flusher waiting for the lock (a system call).
 		 */
-		ret = -EAGAIN;
-		if (!srsv__pending_for(s, mode) && srsv__trylock(&s->lock)) {
-			/* Credit in motion is another thread's progress:
-			 * not waited for, an answer of -EAGAIN. */
-			if (srsv__cache_try_block(s)) {
-				if (try_reserve(s, bytes, mode, &after))
-					ret = 0;
-				srsv__cache_unblock(s);
+		int why = SRSV_NOWAIT_SPACE;
+
+		if (!srsv__pending_for(s, mode)) {
+			why = SRSV_NOWAIT_LOCK;
+			if (srsv__trylock(&s->lock)) {
+				/* Credit in motion is another thread's
+				 * progress: not waited for, -EAGAIN. */
+				if (srsv__cache_try_block(s)) {
+					why = try_reserve(s, bytes, mode,
+							  &after) ? 0 :
+					      SRSV_NOWAIT_SPACE;
+					srsv__cache_unblock(s);
+				}
+				srsv__unlock(&s->lock);
 			}
-			srsv__unlock(&s->lock);
 		}
+		ret = why ? srsv__nowait_refused(s, why) : 0;
 		srsv__trace_reserve(s, bytes, mode, flags, ret);
 		/* Queueing the preemptive worker never blocks (CAS + sem_post). */
 		if (!ret && s->is_metadata)
@@ -315,23 +240,35 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		srsv__trace_reserve(s, bytes, mode, flags, -ENOSPC);
 		return -ENOSPC;
 	}
-	if (!srsv__ctx_enter(ctx))
+	/*
+	 * Shut down, like the error state, refuses only what would wait: the
+	 * locked re-check below, with the caches' credit back in may_use,
+	 * decides first, so that the answer is the same whatever the caches
+	 * and the timing.  A parent's ctx in a child of fork() is not
+	 * touched at all: a lock another parent thread held at the fork is
+	 * held for ever here (ctx.c, forked_copy()).
+	 */
+	entered = srsv__ctx_enter(ctx);
+	if (!entered && ctx->fork_gen != srsv__ld(&srsv__fork_gen))
 		return -ESHUTDOWN;
 
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
 	srsv__cache_block(s);
-	if (srsv__ld(&ctx->closing)) {
-		ret = -ESHUTDOWN;
-	} else if (try_reserve(s, bytes, mode, &after)) {
+	if (try_reserve(s, bytes, mode, &after)) {
 		ret = 0;
 	} else if (!can_ticket(mode)) {
 		ret = -ENOSPC;
 	} else if (srsv__in_callback()) {
 		/* A flusher waiting for itself would never wake. */
 		ret = -EDEADLK;
+	} else if (!entered || srsv__ld(&ctx->closing)) {
+		ret = -ESHUTDOWN;
 	} else if (srsv__ld(&ctx->error)) {
 		ret = (int)(int64_t)srsv__ld(&ctx->error);
+	} else if (flags & SRSV__RESERVE_NO_QUEUE) {
+		/* A timeout of 0: it would have to wait. */
+		ret = -ETIMEDOUT;
 	} else {
 		memset(t, 0, sizeof(*t));
 		srsv__list_init(&t->node);
@@ -341,6 +278,7 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 		t->orig_bytes = bytes;
 		t->deadline_ns = UINT64_MAX;
 		if (async) {
+			t->ops = async->ops;
 			t->async = async->q;
 			t->async_fn = async->fn;
 			t->async_arg = async->arg;
@@ -348,7 +286,12 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 			/* Not posted before it is queued (queue_ticket). */
 			t->async_hold = true;
 		}
-		ret = queue_ticket(s, t, bytes, mode);
+		/* The ticket API's tickets are looked up by address. */
+		ret = flags & SRSV__RESERVE_TRACKED ? srsv__inflight_add(t) : 0;
+		if (!ret)
+			ret = queue_ticket(s, t, bytes, mode);
+		if (ret != -EINPROGRESS)
+			srsv__inflight_del(t);
 		/* Granted while queueing: what the grant left. */
 		if (!ret)
 			after = srsv__ld(&s->may_use);
@@ -358,7 +301,8 @@ reserve_slow(struct srsv_space *s, struct srsv__ticket *t, uint64_t bytes,
 	if (ret == 0 && s->is_metadata)
 		srsv__maybe_queue_preempt(s, bytes, mode, after);
 	srsv__unlock(&s->lock);
-	srsv__ctx_leave(ctx);
+	if (entered)
+		srsv__ctx_leave(ctx);
 	srsv__trace_reserve(s, bytes, mode, flags, ret);
 	return ret;
 }
@@ -372,9 +316,13 @@ static __attribute__((noinline)) bool reserve_cached(struct srsv_space *s,
 						     unsigned flags)
 {
 	uint64_t after;
+	bool gave_back, ok;
 
-	if (srsv__pending_for(s, mode) ||
-	    !srsv__cache_take(s, bytes, flags & SRSV_RESERVE_NOWAIT, &after))
+	ok = !srsv__pending_for(s, mode) &&
+	     srsv__cache_take(s, bytes, &after, &gave_back);
+	if (ok && gave_back)
+		srsv__maybe_grant(s, flags & SRSV_RESERVE_NOWAIT);
+	if (!ok)
 		return false;
 	srsv__trace_reserve(s, bytes, mode, flags, 0);
 	/* Served from credit (after 0): may_use did not move. */
@@ -426,15 +374,29 @@ int srsv__ticket_start(struct srsv_space *s, struct srsv__ticket *t,
 	mode = resolve_mode(s, mode);
 	if (reserve_fast(s, bytes, mode, flags, &ret))
 		return ret;
+	flags |= SRSV__RESERVE_TRACKED;
+	if (async && async->no_queue)
+		flags |= SRSV__RESERVE_NO_QUEUE;
 	return reserve_slow(s, t, bytes, mode, flags, async);
 }
+
+int srsv__ticket_in_flight(const void *ticket, unsigned flags)
+{
+	int busy = srsv__inflight_has(ticket, flags & SRSV_RESERVE_NOWAIT);
+
+	if (busy < 0)
+		return srsv__nowait_refused(NULL, SRSV_NOWAIT_LOCK);
+	return busy ? -EBUSY : 0;
+}
+
+/* A waiter in manual mode looks for reclaim to run this often. */
+#define MANUAL_SLICE_NS (1000ull * 1000)
 
 static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 {
 	struct srsv_space *s;
 	struct srsv_ctx *ctx;
 	struct timespec deadline_ts, *deadline = NULL;
-	int ret;
 
 	/* A ticket that ended at once (bad input included) has no pool. */
 	if (AO_load_acquire(&t->state) == SRSV__TICKET_DONE)
@@ -451,12 +413,10 @@ static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 	 */
 	AO_fetch_and_add1_full(&ctx->active);
 	srsv__lock(&s->lock);
-	if (timeout_ns == 0) {
-		ret = AO_load(&t->state) == SRSV__TICKET_DONE ? t->error :
-		      -EINPROGRESS;
+	if (timeout_ns == 0 && AO_load(&t->state) != SRSV__TICKET_DONE) {
 		srsv__unlock(&s->lock);
 		srsv__ctx_leave(ctx);
-		return ret;
+		return -EINPROGRESS;
 	}
 	if (t->priority && AO_load(&t->state) == SRSV__TICKET_QUEUED) {
 		srsv__unlock(&s->lock);
@@ -464,7 +424,41 @@ static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 		srsv__lock(&s->lock);
 	}
 	while (AO_load(&t->state) == SRSV__TICKET_QUEUED) {
-		if (srsv__cond_wait(&s->lock, &t->cond, deadline) == ETIMEDOUT &&
+		const struct timespec *until = deadline;
+		struct timespec slice;
+
+		/*
+		 * Manual mode has no library thread: the walk that serves a
+		 * normal ticket runs in the waiter's own thread when nobody
+		 * else is running the pending work (srsv_ctx_run_pending()),
+		 * as a priority ticket's flushing always does.  Else the
+		 * waiter looks again every MANUAL_SLICE_NS: the engine's
+		 * thread may have run the pending work just before our
+		 * ticket's walk was queued.
+		 */
+		if ((ctx->cfg.flags & (SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT)) ==
+		    SRSV_CTX_MANUAL) {
+			if (srsv__trylock(&ctx->manual_lock)) {
+				int ran;
+
+				srsv__unlock(&s->lock);
+				ran = srsv__worker_run_pending(ctx,
+					t->mode == SRSV_FLUSH_DATA ?
+					SRSV__WORK_ASYNC_DATA :
+					SRSV__WORK_ASYNC_METADATA);
+				srsv__unlock(&ctx->manual_lock);
+				srsv__lock(&s->lock);
+				if (ran)
+					continue;
+			}
+			srsv__deadline(&slice, MANUAL_SLICE_NS);
+			if (!deadline || slice.tv_sec < deadline->tv_sec ||
+			    (slice.tv_sec == deadline->tv_sec &&
+			     slice.tv_nsec < deadline->tv_nsec))
+				until = &slice;
+		}
+		if (srsv__cond_wait(&s->lock, &t->cond, until) == ETIMEDOUT &&
+		    until == deadline &&
 		    AO_load(&t->state) == SRSV__TICKET_QUEUED) {
 			srsv__ticket_remove(s, t);
 			srsv__ticket_end(s, t, -ETIMEDOUT);
@@ -480,6 +474,8 @@ done:
 		pthread_cond_destroy(&t->cond);
 		t->cond_ready = false;
 	}
+	/* Its end is known to the owner: out of flight (tickets.c). */
+	srsv__inflight_del(t);
 	return t->error;
 }
 
@@ -504,6 +500,10 @@ SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 
 	if (!ticket)
 		return -EINVAL;
+	/* A ticket in flight is left as it is (tickets.c). */
+	ret = srsv__ticket_in_flight(ticket, flags);
+	if (ret)
+		return ret;
 	ret = srsv__ticket_start(s, t, bytes, (int)mode, flags, NULL);
 	if (ret != -EINPROGRESS)
 		srsv__ticket_finished_at_once(s, t, ret);
@@ -572,7 +572,10 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 	 * while we are between the two.
 	 */
 	AO_fetch_and_add1_full(&ctx->active);
-	ret = reserve_slow(s, &t, bytes, mode, flags, NULL);
+	/* A timeout of 0 never queues: -ETIMEDOUT where it would wait. */
+	ret = reserve_slow(s, &t, bytes, mode,
+			   timeout_ns ? flags : flags | SRSV__RESERVE_NO_QUEUE,
+			   NULL);
 	if (ret != -EINPROGRESS) {
 		srsv__ctx_leave_waited(ctx);
 		/* Charged without a ticket: paced like the fast path. */
@@ -580,16 +583,6 @@ reserve_blocking(struct srsv_space *s, uint64_t bytes, int mode,
 			srsv__pace(s, bytes, mode, timeout_ns ? flags :
 				   flags | SRSV_RESERVE_NOWAIT);
 		return ret;
-	}
-	if (timeout_ns == 0) {
-		/* "Do not wait at all": take the ticket back unless granted. */
-		srsv__lock(&s->lock);
-		if (AO_load(&t.state) == SRSV__TICKET_QUEUED) {
-			srsv__ticket_remove(s, &t);
-			srsv__ticket_end(s, &t, -ETIMEDOUT);
-			srsv__try_grant_tickets(s);
-		}
-		srsv__unlock(&s->lock);
 	}
 	ret = ticket_wait(&t, timeout_ns);
 	srsv__ctx_leave_waited(ctx);

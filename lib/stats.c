@@ -38,18 +38,15 @@
  * The output struct carries its size, as srsv_config does: fields are
  * added at its end, and a program built against an older header gets only
  * the layout it knows.
+ *
+ * Layer: recording the statistics, above tracing, below the counters and
+ * everything that counts.  srsv_space_get_stats(), which also reports
+ * pacing's figures, is the pool API's (space.c).
  */
 #include <string.h>
 
-#include "internal.h"
-#include "pace.h"
 #include "stats.h"
 #include "trace.h"
-
-/* The first layout of struct srsv_space_stats: everything up to refused. */
-#define STATS_MIN_SIZE \
-	(offsetof(struct srsv_space_stats, refused) + \
-	 sizeof(((struct srsv_space_stats *)0)->refused))
 
 static unsigned wait_bucket(uint64_t wait_ns)
 {
@@ -111,6 +108,22 @@ int srsv__refused(struct srsv_space *s, int kind, uint64_t bytes)
 	return -EINVAL;
 }
 
+/* The calling thread's last NOWAIT refusal (srsv_nowait_reason()). */
+static __thread int nowait_why;
+
+int srsv__nowait_refused(struct srsv_space *s, int reason)
+{
+	nowait_why = reason;
+	if (s)
+		AO_fetch_and_add1(&s->stats.nowait[reason]);
+	return -EAGAIN;
+}
+
+SRSV__EXPORT int srsv_nowait_reason(void)
+{
+	return nowait_why;
+}
+
 bool srsv__state_disabled(const struct srsv_space *s, int state)
 {
 	return (AO_load((volatile AO_t *)&s->stats.disabled) >> state) & 1;
@@ -146,63 +159,6 @@ void srsv__stats_flush(struct srsv_space *s, const struct srsv__flush_sample *f)
 		st->unsupported++;
 	if (f->disable)
 		set_disabled(s, f->state);
-}
-
-SRSV__EXPORT int srsv_space_get_stats_sized(struct srsv_space *s,
-					    struct srsv_space_stats *stats,
-					    size_t size)
-{
-	struct srsv_space_stats all;
-	uint64_t disabled;
-
-	if (!s || !stats || size < STATS_MIN_SIZE)
-		return -EINVAL;
-	if (size > sizeof(all))
-		size = sizeof(all);
-	memset(&all, 0, sizeof(all));
-	all.size = size;
-	all.kind = s->kind;
-	srsv__lock(&s->lock);
-	all.now_ns = srsv__now_ns();
-	all.stalled_ns = s->stats.stalled_ns;
-	if (srsv__ld(&s->waiting) && all.now_ns > s->stats.stall_start_ns)
-		all.stalled_ns += all.now_ns - s->stats.stall_start_ns;
-	memcpy(all.modes, s->stats.modes, sizeof(s->stats.modes));
-	all.clamp_raised = s->stat_clamp_raised;
-	all.clamp_lowered = s->stat_clamp_lowered;
-	disabled = srsv__ld(&s->stats.disabled);
-	for (int i = 0; i < SRSV_STATE_COUNT; i++) {
-		struct srsv_state_stats *o = &all.states[i];
-		const struct srsv__state_stats *in = &s->stats.states[i];
-
-		o->calls = s->stat_flushes[i];
-		o->preempt_calls = s->stat_preempt_flushes[i];
-		o->time_ns = in->time_ns;
-		o->waited_ns = in->waited_ns;
-		o->bytes_freed = in->bytes_freed;
-		o->unsupported = in->unsupported;
-		o->skipped = in->skipped;
-		o->disabled = (disabled >> i) & 1;
-	}
-	srsv__unlock(&s->lock);
-	for (int i = 0; i < SRSV_REFUSED_COUNT; i++)
-		all.refused[i] = srsv__ld(&s->stats.refused[i]);
-	if (s->pace) {
-		struct srsv__pace_stats ps;
-
-		srsv__pace_get_stats(s, &ps);
-		all.paced = ps.paced;
-		all.pace_delay_ns = ps.delay_ns;
-		all.pace_max_delay_ns = ps.max_delay_ns;
-		all.pace_eased = ps.eased;
-		all.pace_nowait = ps.nowait;
-		all.pace_nowait_ns = ps.nowait_ns;
-		all.pace_bw = ps.bw;
-		all.pace_fill_pm = ps.fill_pm;
-	}
-	/* Never more than the caller has: it may be an older layout. */
-	memcpy(stats, &all, size);
-	return 0;
 }
 
 SRSV__EXPORT int srsv_space_enable_state(struct srsv_space *s, int state)

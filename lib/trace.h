@@ -6,17 +6,14 @@
  * an LTTng-UST tracepoint of provider "spacersv" (tracepoints/spacersv_tp.h)
  * whose disabled cost is one load and a branch; costly arguments (the space
  * dump) are computed only behind lttng_ust_tracepoint_enabled().
+ *
+ * Layer: tracing, right above the layout; every file may call it.
  */
 #ifndef SRSV_TRACE_H
 #define SRSV_TRACE_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "config.h"
-
-struct srsv_space;
-struct srsv_rsv;
+#include "blockrsv.h"
+#include "internal.h"
 
 /* Why a flush was triggered (trigger_flush.reason). */
 enum srsv__flush_reason {
@@ -68,8 +65,41 @@ struct srsv__dump {
 	uint64_t delayed_reserved, unallocated, delalloc, ordered;
 };
 
-/* Fill @d from @s (space.c).  Call with the pool lock held. */
-void srsv__dump_fill(const struct srsv_space *s, struct srsv__dump *d);
+/* Fill @d from @s (for the trace and the snapshot).  Lock-free reads:
+ * call with the pool lock held for a consistent dump. */
+static inline void srsv__dump_fill(const struct srsv_space *s,
+				   struct srsv__dump *d)
+{
+	const struct srsv_ctx *ctx = s->ctx;
+
+	memset(d, 0, sizeof(*d));
+	d->kind = s->kind;
+	d->total = srsv__space_counter(s, SRSV__TOTAL);
+	d->used = srsv__space_counter(s, SRSV__USED);
+	d->pinned = srsv__space_counter(s, SRSV__PINNED);
+	d->reserved = srsv__space_counter(s, SRSV__RESERVED);
+	d->may_use = srsv__space_counter(s, SRSV__MAY_USE);
+	d->readonly = srsv__space_counter(s, SRSV__READONLY);
+	d->zone_unusable = srsv__space_counter(s, SRSV__ZONE_UNUSABLE);
+	d->reclaim_size = srsv__ld(&s->reclaim_size);
+	d->clamp = (unsigned)srsv__ld(&s->clamp);
+	d->global_reserved = srsv__std_reserved_in(s, SRSV_RSV_GLOBAL);
+	d->trans_reserved = srsv__std_reserved_in(s, SRSV_RSV_TRANS);
+	d->delayed_refs_reserved = srsv__std_reserved_in(s, SRSV_RSV_DELREFS);
+	d->delayed_reserved = srsv__std_reserved_in(s, SRSV_RSV_DELOPS);
+	d->unallocated = srsv__ld(&ctx->unallocated);
+	d->delalloc = srsv__ld(&ctx->delalloc_bytes);
+	d->ordered = srsv__ld(&ctx->ordered_bytes);
+}
+
+/* Block-group events, btrfs's names without the prefix. */
+enum srsv__bg_event {
+	SRSV__TRACE_BG_ADD_UNUSED = 0,	/* add_unused_block_group */
+	SRSV__TRACE_BG_ADD_RECLAIM,	/* add_reclaim_block_group */
+	SRSV__TRACE_BG_RECLAIM,		/* reclaim_block_group */
+	SRSV__TRACE_BG_SKIP_UNUSED,	/* skip_unused_block_group */
+	SRSV__TRACE_BG_REMOVE		/* remove_block_group */
+};
 
 #if SRSV_TRACING
 /* The provider package's file name (lib/trace.c, lib/meson.build). */
@@ -174,6 +204,15 @@ static inline void srsv__trace_zone_hint(int kind, int pool, uint64_t bytes,
 					 uint64_t chosen, unsigned looked)
 {
 	(void)kind; (void)pool; (void)bytes; (void)chosen; (void)looked;
+}
+
+static inline void srsv__trace_block_group(int event, uint64_t start,
+					   int pool, uint64_t length,
+					   uint64_t used,
+					   uint64_t zone_unusable)
+{
+	(void)event; (void)start; (void)pool; (void)length; (void)used;
+	(void)zone_unusable;
 }
 
 #endif /* SRSV_TRACING */

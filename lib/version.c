@@ -5,7 +5,9 @@
  * the string, and the assertions below stop the build when the public
  * headers' SRSV_VERSION_* macros were not updated with it.
  */
-#include "internal.h"
+#include <libspacersv/spacersv.h>
+
+#include "util.h"
 #include "version-config.h"
 
 _Static_assert(SRSV_VERSION_MAJOR == SRSV__PROJECT_VERSION_MAJOR &&

@@ -920,8 +920,9 @@ static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
 	       charge(m, p, bytes, CHARGE_EMERGENCY);
 }
 
+/* @no_queue: a timeout of 0, -ETIMEDOUT where it would have to wait. */
 static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
-			 int mode, unsigned flags)
+			 int mode, unsigned flags, bool no_queue)
 {
 	struct model_pool *p = pool_of(m, pool);
 	struct model_ticket *tk = &m->tickets[t];
@@ -936,14 +937,17 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	/* More than the pool could ever become: fail at once. */
 	if (bytes > p->total + m->unallocated)
 		return -ENOSPC;
-	if (m->closing)
-		return -ESHUTDOWN;
 	if (mode == SRSV_NO_FLUSH || mode == SRSV_FLUSH_EMERGENCY)
 		return -ENOSPC;
 	if (m->in_callback)
 		return -EDEADLK;
+	/* Shut down refuses only what would wait, as the error state. */
+	if (m->closing)
+		return -ESHUTDOWN;
 	if (m->error)
 		return m->error;
+	if (no_queue)
+		return -ETIMEDOUT;
 
 	memset(tk, 0, sizeof(*tk));
 	tk->pool = pool;
@@ -992,10 +996,18 @@ static int finish_start(struct model *m, int pool, int t, int ret)
 int model_ticket_reserve(struct model *m, int pool, int slot, uint64_t bytes,
 			 int mode, unsigned flags)
 {
+	int ret;
+
 	if (slot < 0 || slot > INTERNAL_SLOT)
 		return -EINVAL;
-	return finish_start(m, pool, slot,
-			    reserve_start(m, pool, slot, bytes, mode, flags));
+	/* A ticket in flight is refused and left as it is. */
+	if (m->tickets[slot].inflight)
+		return -EBUSY;
+	ret = finish_start(m, pool, slot, reserve_start(m, pool, slot, bytes,
+							mode, flags, false));
+	if (ret == -EINPROGRESS)
+		m->tickets[slot].inflight = true;
+	return ret;
 }
 
 static int wait_forever(struct model *m, int t)
@@ -1012,19 +1024,25 @@ static int wait_forever(struct model *m, int t)
 int model_ticket_wait(struct model *m, int slot, uint64_t timeout_ns)
 {
 	struct model_ticket *tk;
+	int ret;
 
 	if (slot < 0 || slot > INTERNAL_SLOT)
 		return -EINVAL;
 	tk = &m->tickets[slot];
 	if (tk->state == MODEL_T_IDLE)
 		return -EINVAL;
-	if (tk->state == MODEL_T_DONE)
+	if (tk->state == MODEL_T_DONE) {
+		tk->inflight = false;	/* its end is known to the owner */
 		return tk->error;
+	}
 	if (timeout_ns == 0)
 		return -EINPROGRESS;
 	if (timeout_ns != UINT64_MAX)
 		return -ENOTSUP;
-	return wait_forever(m, slot);
+	ret = wait_forever(m, slot);
+	if (ret != MODEL_BLOCKS)
+		tk->inflight = false;
+	return ret;
 }
 
 int model_ticket_cancel(struct model *m, int slot)
@@ -1049,7 +1067,8 @@ int model_ticket_cancel(struct model *m, int slot)
 int model_space_reserve(struct model *m, int pool, uint64_t bytes, int mode,
 			unsigned flags)
 {
-	int ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
+	int ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags,
+				false);
 
 	if (ret != -EINPROGRESS)
 		return ret;
@@ -1059,25 +1078,12 @@ int model_space_reserve(struct model *m, int pool, uint64_t bytes, int mode,
 int model_space_reserve_timeout(struct model *m, int pool, uint64_t bytes,
 				int mode, unsigned flags, uint64_t timeout_ns)
 {
-	struct model_ticket *tk = &m->tickets[INTERNAL_SLOT];
-	int ret;
-
 	if (timeout_ns == UINT64_MAX)
 		return model_space_reserve(m, pool, bytes, mode, flags);
 	if (timeout_ns != 0)
 		return -ENOTSUP;
-	ret = reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags);
-	if (ret != -EINPROGRESS)
-		return ret;
-	/* "Do not wait at all": take the ticket back unless granted. */
-	if (tk->state == MODEL_T_QUEUED) {
-		struct model_pool *p = &m->pools[pool];
-
-		ticket_remove(m, p, INTERNAL_SLOT);
-		ticket_end(m, p, INTERNAL_SLOT, -ETIMEDOUT);
-		try_grant(m, p);
-	}
-	return tk->error;
+	/* "Do not wait at all": never queued, -ETIMEDOUT where it would. */
+	return reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags, true);
 }
 
 /* ---- transitions ---- */
@@ -1161,7 +1167,8 @@ int model_space_unpin(struct model *m, int pool, uint64_t bytes)
 		return ret;
 	p = pool_of(m, pool);
 	/* btrfs_return_free_space(): the global reserve, in this pool and
-	 * below its size, takes the freed bytes before any ticket. */
+	 * below its size, takes the freed bytes before any ticket, and the
+	 * tickets are offered a grant only if some are left ("if (len)"). */
 	if (g->valid && &m->pools[g->pool] == p && g->reserved < g->size) {
 		uint64_t add = g->size - g->reserved;
 
@@ -1169,8 +1176,10 @@ int model_space_unpin(struct model *m, int pool, uint64_t bytes)
 			add = bytes;
 		p->may_use += add;
 		g->reserved += add;
+		bytes -= add;
 	}
-	try_grant(m, p);
+	if (bytes)
+		try_grant(m, p);
 	return 0;
 }
 
@@ -2517,7 +2526,17 @@ static void mark_candidate(struct model *m, struct model_bgroup *g)
 {
 	if (!g->candidate) {
 		g->candidate = true;
+		g->candidate_seq = ++m->bg_seq;
 		m->bgst.marked++;
+	}
+}
+
+/* Onto the unused list (btrfs_mark_bg_unused()), at its tail. */
+static void mark_unused(struct model *m, struct model_bgroup *g)
+{
+	if (!g->unused) {
+		g->unused = true;
+		g->unused_seq = ++m->bg_seq;
 	}
 }
 
@@ -2690,7 +2709,7 @@ int model_bgroup_free(struct model *m, int pool, uint64_t bytenr,
 			m->bg_ready[pool] = true;
 	}
 	if (!g->used)
-		g->unused = true;
+		mark_unused(m, g);
 	else if (!m->bgcfg.periodic_reclaim && !g->readonly &&
 		 should_reclaim(m, g, bytes))
 		mark_candidate(m, g);
@@ -2771,15 +2790,26 @@ int model_ctx_commit_done(struct model *m, uint64_t transid)
 			g->ro_bytes += freed;
 		}
 	}
-	for (unsigned i = 0; i < m->nr_bgs;) {
-		const struct model_bgroup *g = &m->bgs[i];
+	/* The unused groups in the order they became so (the library's
+	 * unused list); a group kept stays for the next commit. */
+	for (uint64_t after = 0;;) {
+		int gi = -1;
 
-		if (g->unused && !g->used && !bg_pinned(g) && !g->taken &&
-		    pool_groups(m, g->pool) > 1 && !give_back(m, i)) {
-			returned++;
-			continue;
+		for (unsigned i = 0; i < m->nr_bgs; i++) {
+			const struct model_bgroup *g = &m->bgs[i];
+
+			if (g->unused && g->unused_seq > after &&
+			    (gi < 0 || g->unused_seq < m->bgs[gi].unused_seq))
+				gi = (int)i;
 		}
-		i++;
+		if (gi < 0)
+			break;
+		after = m->bgs[gi].unused_seq;
+		if (!m->bgs[gi].used && !bg_pinned(&m->bgs[gi]) &&
+		    !m->bgs[gi].taken &&
+		    pool_groups(m, m->bgs[gi].pool) > 1 &&
+		    !give_back(m, (unsigned)gi))
+			returned++;
 	}
 	if (m->bgcfg.periodic_reclaim) {
 		for (int k = 0; k < SRSV_POOL_COUNT; k++) {
@@ -2889,13 +2919,23 @@ int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 				g->candidate = false;
 				continue;
 			}
-			/* The least used first; the lowest address on ties. */
-			if (!best || g->used < best->used)
+			/* The least used first; queue order on ties. */
+			if (!best || g->used < best->used ||
+			    (g->used == best->used &&
+			     g->candidate_seq < best->candidate_seq))
 				best = g;
 		}
 		if (!best)
 			return -ENOENT;
 		best->candidate = false;
+		/* btrfs_reclaim_block_group(): pinned bytes, not now; emptied
+		 * since it was marked, the unused list returns it. */
+		if (bg_pinned(best))
+			continue;
+		if (!best->used) {
+			mark_unused(m, best);
+			continue;
+		}
 		p = &m->pools[best->pool];
 		room = bg_room(best);
 		/* Its free bytes become read-only; if reservations hold
@@ -2922,7 +2962,7 @@ static void reclaim_end(struct model *m, struct model_bgroup *g, int result)
 	m->bg_taken--;
 	if (!result) {
 		/* Relocated: read-only until the commit returns it. */
-		g->unused = true;
+		mark_unused(m, g);
 		m->bgst.reclaimed++;
 		return;
 	}

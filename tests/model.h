@@ -106,6 +106,9 @@ struct model_ticket {
 	int error;
 	bool priority;
 	bool steal;
+	/* The ticket API's ticket is in flight: queued, until a wait
+	 * returned its end (srsv_ticket_reserve() on it: -EBUSY). */
+	bool inflight;
 	uint64_t bytes;		/* still wanted; 0 once granted */
 	uint64_t orig_bytes;
 };
@@ -175,6 +178,9 @@ struct model_bgroup {
 	bool readonly, taken, unused, candidate;
 	uint64_t taken_round;		/* 0: taken outside a RECLAIM_CHUNKS
 					 * callback */
+	/* When it joined the reclaim and the unused list (queue order:
+	 * ties in reclaim, and the order the commit returns groups). */
+	uint64_t candidate_seq, unused_seq;
 };
 
 /* One call of the flush callback, for comparing the walks. */
@@ -248,6 +254,7 @@ struct model {
 	uint64_t bg_committed;
 	unsigned bg_taken;
 	uint64_t bg_round, bg_rounds;	/* the callback's round; rounds begun */
+	uint64_t bg_seq;		/* candidate-list queue order */
 	uint64_t bg_reclaimable[SRSV_POOL_COUNT];
 	bool bg_ready[SRSV_POOL_COUNT];
 	struct srsv_bgroup_stats bgst;

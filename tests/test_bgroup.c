@@ -474,6 +474,8 @@ START_TEST(test_take_relocate_done)
 	ck_assert_uint_eq(srsv_ctx_unallocated(ctx), 8 * GIB);
 	ck_assert_uint_eq(bstats(ctx).reclaimed, 1);
 	ck_assert_uint_eq(bstats(ctx).reclaim_failed, 1);
+	/* Only the relocation that ended with 0 counts its bytes. */
+	ck_assert_uint_eq(bstats(ctx).reclaimed_bytes, 100 * MIB);
 	srsv_ctx_destroy(ctx);
 }
 END_TEST
@@ -494,11 +496,81 @@ START_TEST(test_take_batch_bound)
 		ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, at,
 						  200 * MIB, 1), 0);
 	}
+	/* Pinned bytes keep a group out of reclaim (upstream's skip
+	 * rule): commit them first. */
+	ck_assert_int_eq(srsv_ctx_commit_done(ctx, 1), 0);
 	for (int i = 0; i < SRSV_BGROUP_RECLAIM_BATCH; i++)
 		ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), 0);
 	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), -EBUSY);
 	ck_assert_int_eq(srsv_bgroup_reclaim_done(ctx, t.start, -EAGAIN), 0);
 	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
+/*
+ * btrfs_reclaim_block_group()'s skip rules on the one reclaim path: a
+ * candidate with pinned bytes is skipped (and dropped), one emptied since
+ * it was marked goes to the unused list instead, and the bytes a finished
+ * relocation moved are counted.
+ */
+START_TEST(test_take_skip_rules_and_bytes)
+{
+	struct srsv_ctx *ctx = make_ctx_full(20 * GIB, GIB, NULL, NULL, 0, 0);
+	struct srsv_bgroup_stats st0, st1;
+	struct srsv_bgroup_info t;
+
+	bg_init(ctx, false, false, 50);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_DATA,
+						 (uint64_t)i * GIB, GIB), 0);
+		ck_assert_int_eq(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA,
+						   (uint64_t)i * GIB,
+						   600 * MIB), 0);
+	}
+	/* 0: below 50% with its freed bytes pinned; 1: below 50%, nothing
+	 * pinned; 2: below 50%, then emptied. */
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 0, 200 * MIB,
+					  1), 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, GIB, 300 * MIB,
+					  0), 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 2 * GIB,
+					  200 * MIB, 0), 0);
+	ck_assert(gi(ctx, 2 * GIB).candidate);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 2 * GIB,
+					  400 * MIB, 0), 0);
+	ck_assert(gi(ctx, 0).candidate);
+	ck_assert(gi(ctx, GIB).candidate);
+	st0 = bstats(ctx);
+	ck_assert_uint_eq(st0.marked, 3);
+	/* 1 is taken (2 went to the unused list when it emptied, 1 is less
+	 * used than 0); then 0 is skipped for its pinned bytes. */
+	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), 0);
+	ck_assert_uint_eq(t.start, GIB);
+	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), -ENOENT);
+	ck_assert(!gi(ctx, 0).candidate);
+	ck_assert(!gi(ctx, 2 * GIB).candidate);
+	ck_assert(gi(ctx, 2 * GIB).unused);
+	st1 = bstats(ctx);
+	/* Three entries, then the one left. */
+	ck_assert_uint_eq(st1.candidates_looked - st0.candidates_looked, 4);
+	/* Moved: 300 MiB, counted once the reclaim ends with 0. */
+	ck_assert_uint_eq(st1.reclaimed_bytes, 0);
+	ck_assert_int_eq(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, 3 * GIB,
+					   300 * MIB), 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, GIB, 300 * MIB,
+					  2), 0);
+	ck_assert_int_eq(srsv_bgroup_reclaim_done(ctx, GIB, 0), 0);
+	st1 = bstats(ctx);
+	ck_assert_uint_eq(st1.reclaimed, 1);
+	ck_assert_uint_eq(st1.reclaimed_bytes, 300 * MIB);
+	/* The emptied group goes back at the first commit, the relocated
+	 * one at the commit that frees its old copies. */
+	ck_assert_int_eq(srsv_ctx_commit_done(ctx, 1), 1);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 2 * GIB, &t), -ENOENT);
+	ck_assert_int_eq(srsv_ctx_commit_done(ctx, 2), 1);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, GIB, &t), -ENOENT);
+	ck_assert_uint_eq(gi(ctx, 0).used, 400 * MIB);
 	srsv_ctx_destroy(ctx);
 }
 END_TEST
@@ -1349,6 +1421,7 @@ static Suite *bgroup_suite(void)
 	tcase_add_test(rules, test_urgent_takes_fresh);
 	tcase_add_test(reclaim, test_take_relocate_done);
 	tcase_add_test(reclaim, test_take_batch_bound);
+	tcase_add_test(reclaim, test_take_skip_rules_and_bytes);
 	tcase_add_test(reclaim, test_meta_ticket_served_by_data_reclaim);
 	tcase_add_test(reclaim, test_meta_ticket_fails_without_relocation);
 	tcase_add_test(reclaim, test_reclaim_chunks_not_called_without_candidates);

@@ -88,6 +88,8 @@ static struct srsv_ctx *make_ctx(struct log *l, bool chunks, unsigned flags)
 		ck_assert_int_eq(srsv_bgroup_config_init(&bc), 0);
 		bc.periodic_reclaim = false;
 		bc.dynamic_reclaim = false;
+		/* The table's one threshold, which zones use too. */
+		bc.reclaim_threshold_pct = 75;
 		ck_assert_int_eq(srsv_bgroups_init(ctx, &bc), 0);
 		ck_assert_int_eq(srsv_bgroups_init(ctx, &bc), -EALREADY);
 	}

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache.h"
+#include "counters.h"
 #include "internal.h"
 #include "engine_sim.h"
 
@@ -352,6 +354,9 @@ START_TEST(test_cache_nowait_never_blocks)
 	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB - 4 * KiB,
 					    SRSV_NO_FLUSH,
 					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	/* Why: a lock, not the space (counted as such, lock-free). */
+	ck_assert_int_eq(srsv_nowait_reason(), SRSV_NOWAIT_LOCK);
+	ck_assert_uint_eq(AO_load(&data->stats.nowait[SRSV_NOWAIT_LOCK]), 1);
 	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
 	ck_assert_uint_eq(srsv__cache_credit(data), BATCH);
 	if (stats) {
@@ -366,6 +371,18 @@ START_TEST(test_cache_nowait_never_blocks)
 					    SRSV_NO_FLUSH,
 					    SRSV_RESERVE_NOWAIT), 0);
 	assert_split(data, 64 * MiB, 0);
+	/* Full now: the same NOWAIT call would have to wait for space. */
+	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH,
+					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	ck_assert_int_eq(srsv_nowait_reason(), SRSV_NOWAIT_SPACE);
+	{
+		struct srsv_space_stats st;
+
+		ck_assert_int_eq(srsv_space_get_stats(data, &st), 0);
+		ck_assert_uint_eq(st.nowait_refused[SRSV_NOWAIT_LOCK], 1);
+		ck_assert_uint_eq(st.nowait_refused[SRSV_NOWAIT_SPACE], 1);
+		ck_assert_uint_eq(st.nowait_refused[SRSV_NOWAIT_QUOTA], 0);
+	}
 	ck_assert_int_eq(srsv_space_release(data, 64 * MiB), 0);
 }
 END_TEST
@@ -505,6 +522,43 @@ END_TEST
  * credit than may_use: a give-back that would underflow is refused with
  * the slot as it was, and a drain subtracts only what may_use holds.
  */
+static uint64_t refused_releases(struct srsv_space *s)
+{
+	struct srsv_space_stats st;
+
+	ck_assert_int_eq(srsv_space_get_stats(s, &st), 0);
+	return st.refused[SRSV_REFUSED_RELEASE];
+}
+
+/*
+ * Two callers hold 264 KiB through the caches; one gives back 8 KiB more
+ * than it holds.  The cached release cannot tell (0 is returned); once
+ * both have released, the next reconciliation (here a reservation that
+ * must take the slow path) finds the credit 8 KiB above may_use: counted
+ * as a refused release, and may_use is not lowered below 0.
+ */
+START_TEST(test_cache_over_release_caught_at_reconcile)
+{
+	uint64_t refused = refused_releases(data);
+
+	for (int i = 0; i < 66; i++)
+		ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB,
+						    SRSV_NO_FLUSH, 0), 0);
+	/* Caller A held 132 KiB and releases 140 KiB, B its 132 KiB. */
+	for (int i = 0; i < 35; i++)
+		ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+	for (int i = 0; i < 33; i++)
+		ck_assert_int_eq(srsv_space_release(data, 4 * KiB), 0);
+	ck_assert_uint_eq(refused_releases(data), refused);
+	/* A slow path: the whole pool, exactly. */
+	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB, SRSV_NO_FLUSH, 0),
+			 0);
+	ck_assert_uint_eq(refused_releases(data), refused + 1);
+	assert_split(data, 64 * MiB, 0);
+	ck_assert_int_eq(srsv_space_release(data, 64 * MiB), 0);
+}
+END_TEST
+
 START_TEST(test_cache_over_release_within_word)
 {
 	ck_assert_int_eq(srsv_space_reserve(data, 4 * KiB, SRSV_NO_FLUSH, 0),
@@ -519,9 +573,13 @@ START_TEST(test_cache_over_release_within_word)
 	ck_assert_int_eq(srsv_space_release(data, 40 * KiB), -EINVAL);
 	ck_assert_uint_eq(srsv__cache_credit(data), BATCH + 32 * KiB);
 	ck_assert_uint_eq(word(data), 4 * KiB + BATCH);
-	/* Draining gives back what the word has, no more. */
+	/* Draining gives back what the word has, no more; the 28 KiB
+	 * nobody held are the over-release, counted now (the refused 40 KiB
+	 * release was counted when it was refused). */
+	ck_assert_uint_eq(refused_releases(data), 1);
 	ck_assert_uint_eq(srsv__cache_drain(data), 4 * KiB + BATCH);
 	assert_split(data, 0, 0);
+	ck_assert_uint_eq(refused_releases(data), 2);
 	/* The pool is usable again, exactly. */
 	ck_assert_int_eq(srsv_space_reserve(data, 64 * MiB, SRSV_NO_FLUSH, 0),
 			 0);
@@ -823,6 +881,63 @@ START_TEST(test_cache_tickets_churn)
 }
 END_TEST
 
+/*
+ * After srsv_ctx_shutdown(), as in the error state, only what would wait
+ * is refused: a reservation that fits is granted, one that never can is
+ * -ENOSPC, one that would queue -ESHUTDOWN; the calls that never wait
+ * (srsv_rsv_use_fallback(), NO_FLUSH) never answer -ESHUTDOWN.  The same
+ * with and without caches: before, with credit in the caches, an empty
+ * 8 MiB pool refused 8 MiB with -ESHUTDOWN (the slow path returned on the
+ * shutdown gate before the caches gave their credit back).
+ */
+static void shutdown_rule(bool caches)
+{
+	struct esim *s = caches ? make(MANUAL, 8 * MiB, 8 * MiB, BATCH) :
+			 esim_setup(MANUAL, 8 * MiB, 8 * MiB, 0);
+	struct srsv_space *d = esim_space(s, SRSV_POOL_DATA);
+	struct srsv_space *m = esim_space(s, SRSV_POOL_METADATA);
+	struct srsv_rsv *trans = srsv_ctx_rsv(s->ctx, SRSV_RSV_TRANS);
+	struct srsv_rsv *used = NULL;
+
+	/* Leave credit in this CPU's cache: one byte out, one back. */
+	ck_assert_int_eq(srsv_space_reserve(d, 1, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_int_eq(srsv_space_release(d, 1), 0);
+	if (caches)
+		ck_assert_uint_gt(srsv__cache_credit(d), 0);
+	ck_assert_int_eq(srsv_ctx_shutdown(s->ctx), 0);
+
+	ck_assert_int_eq(srsv_space_reserve(d, 8 * MiB, SRSV_FLUSH_DATA, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(d, 9 * MiB, SRSV_FLUSH_DATA, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA, 0),
+			 -ESHUTDOWN);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_NO_FLUSH, 0),
+			 -ENOSPC);
+	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA,
+					    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	/* Giving back and moving along still work. */
+	ck_assert_int_eq(srsv_space_alloc(d, 4 * MiB), 0);
+	ck_assert_int_eq(srsv_space_commit_used(d, 4 * MiB), 0);
+	ck_assert_int_eq(srsv_space_release(d, 4 * MiB), 0);
+	ck_assert_uint_eq(esim_snap(d).may_use, 0);
+	/* The fallback chain never waits: 0 while it fits. */
+	ck_assert_int_eq(srsv_rsv_use_fallback(trans, 64 * KiB, &used), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, 8 * MiB - 64 * KiB,
+					    SRSV_FLUSH_ALL, 0), 0);
+	ck_assert_int_eq(srsv_space_reserve(m, 64 * KiB, SRSV_FLUSH_ALL, 0),
+			 -ESHUTDOWN);
+	ck_assert_int_eq(srsv_space_release(m, 8 * MiB), 0);
+	ck_assert_uint_eq(esim_snap(m).may_use, 0);
+	esim_free(s);
+}
+
+START_TEST(test_shutdown_refuses_only_waits)
+{
+	shutdown_rule(true);
+	shutdown_rule(false);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
@@ -830,6 +945,7 @@ static Suite *cache_suite(void)
 	TCase *many = tcase_create("threads");
 
 	tcase_add_checked_fixture(one, setup, teardown);
+	tcase_add_test(one, test_shutdown_refuses_only_waits);
 	tcase_add_test(one, test_cache_off_by_default);
 	tcase_add_test(one, test_cache_idle_until_contended);
 	tcase_add_test(one, test_cache_refill_then_hits);
@@ -841,6 +957,7 @@ static Suite *cache_suite(void)
 	tcase_add_test(one, test_cache_nowait_uses_cache);
 	tcase_add_test(one, test_cache_nowait_never_blocks);
 	tcase_add_test(one, test_cache_over_release);
+	tcase_add_test(one, test_cache_over_release_caught_at_reconcile);
 	tcase_add_test(one, test_cache_slow_path_waits_for_credit_in_motion);
 	tcase_add_test(one, test_refused_release_changes_nothing);
 	tcase_add_test(one, test_cache_over_release_within_word);

@@ -22,8 +22,10 @@
 
 #include <check.h>
 
-#include "internal.h"	/* srsv__delalloc_fault, srsv__quota_lock_ptr */
-#include "rsv_priv.h"	/* the rsv lock */
+#include "blockrsv.h"	/* the rsv lock */
+#include "delalloc.h"	/* srsv__delalloc_fault */
+#include "gate.h"	/* srsv__outer_begin */
+#include "quota.h"	/* srsv__quota_lock_ptr */
 
 /* The fallible steps, as lib/delalloc.c numbers them: reserve, then
  * finish and release. */
@@ -160,7 +162,7 @@ static struct fx *fx_new_cfg(struct srsv_config *cfg)
 static void cfg_init(struct srsv_config *cfg, uint64_t data, uint64_t meta)
 {
 	ck_assert_int_eq(srsv_config_init(cfg), 0);
-	cfg->flags = SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT;
+	cfg->flags = SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT | SRSV_CTX_NO_PREEMPT;
 	cfg->pool_bytes[SRSV_POOL_DATA] = data;
 	cfg->pool_bytes[SRSV_POOL_METADATA] = meta;
 	cfg->pool_bytes[SRSV_POOL_SYSTEM] = 4 * MIB;

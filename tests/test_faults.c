@@ -576,7 +576,8 @@ START_TEST(test_destroy_with_1000_waiters)
 	long base = live();
 	/* Manual mode: nobody flushes, so the tickets stay queued until the
 	 * destroy ends them. */
-	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT,
+	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT |
+				      SRSV_CTX_NO_PREEMPT,
 				      4 * MiB, 4 * MiB, 0);
 
 	destroy_under_waiters(sim, NR_BLOCKED, SRSV_POOL_METADATA,
@@ -903,7 +904,8 @@ static uint64_t xorshift(uint64_t *s)
 
 START_TEST(test_timeout_cancel_races_grant)
 {
-	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT,
+	struct esim *sim = esim_setup(SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT |
+				      SRSV_CTX_NO_PREEMPT,
 				      4 * MiB, 4 * MiB, 0);
 	struct race r = { .space = esim_space(sim, SRSV_POOL_METADATA) };
 	struct srsv_space_info start, end;

@@ -20,6 +20,7 @@
 #include <check.h>
 
 #include "pace.h"	/* white-box: stats, the injected clock */
+#include "preempt.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MS (UINT64_C(1000000))

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "callback.h"
 #include "internal.h"
+#include "preempt.h"
 #include "engine_sim.h"
 
 #define MiB ESIM_MIB

@@ -886,6 +886,9 @@ START_TEST(test_noflush_nowait_never_flush)
 	ck_assert_uint_eq(fx_calls(fx), 0);
 	assert_quota_unchanged(&before, q);
 	ck_assert_uint_eq(qinfo(q).edquot, 300);
+	/* The -EAGAINs say why: the quota, not a lock or the space. */
+	ck_assert_int_eq(srsv_nowait_reason(), SRSV_NOWAIT_QUOTA);
+	ck_assert_uint_eq(qinfo(q).nowait_refused, 200);
 	/* Under the limit, NOWAIT simply succeeds. */
 	ck_assert_int_eq(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 4 * KIB,
 					    SRSV_RESERVE_NOWAIT), 0);

@@ -286,12 +286,6 @@ START_TEST(test_async)
 	ck_assert_int_eq(srsv_async_create(ctx, &q), 0);
 	look(ctx, &v);
 	ck_assert_int_eq(srsv_ticket_reserve_async(q, md, &t, 4 * KIB,
-						   SRSV_FLUSH_ALL, 0, 0, NULL,
-						   NULL), -EINVAL);
-	expect_one(ctx, &v, SRSV_POOL_METADATA, SRSV_REFUSED_ASYNC,
-		   "reserve_async timeout 0");
-	look(ctx, &v);
-	ck_assert_int_eq(srsv_ticket_reserve_async(q, md, &t, 4 * KIB,
 						   SRSV_FLUSH_ALL,
 						   SRSV_RESERVE_NOWAIT,
 						   UINT64_MAX, NULL, NULL),

@@ -13,7 +13,7 @@
 #include <libspacersv/spacersv.h>
 
 #include "engine_sim.h"
-#include "rsv_priv.h"	/* the rsv lock, for the NOWAIT test */
+#include "blockrsv.h"	/* the rsv lock, for the NOWAIT test */
 
 #define KiB ESIM_KIB
 #define MiB ESIM_MIB

@@ -31,7 +31,8 @@
 
 #include <libspacersv/spacersv.h>
 
-#include "internal.h"	/* struct srsv_space (its lock), srsv__zoned_flush */
+#include "internal.h"	/* struct srsv_space (its lock) */
+#include "zoned.h"	/* srsv__zoned_flush */
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
@@ -1225,6 +1226,115 @@ START_TEST(test_flush_looks_at_candidates_only)
 }
 END_TEST
 
+/* ---- one model: chunks and zones on the same lists, one statistics block ---- */
+
+static struct srsv_bgroup_stats bstats(struct srsv_ctx *ctx)
+{
+	struct srsv_bgroup_stats st;
+
+	ck_assert_int_eq(srsv_bgroup_stats(ctx, &st), 0);
+	return st;
+}
+
+/*
+ * A chunk and a zone of the DATA pool become reclaim candidates by their
+ * flavours' rules; srsv_bgroup_reclaim_take() hands out the chunk only,
+ * RECLAIM_ZONES relocates the zone only (the least used first, skipping
+ * one with outstanding pinned bytes), and both relocations land in the one
+ * statistics block with their bytes, mirrored in srsv_zoned_get_info().
+ */
+START_TEST(test_one_model_both_flavours)
+{
+	struct reset_log log = { 0 };
+	struct srsv_ctx *ctx = make_ctx(0, &log);
+	struct srsv_space *ds = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	struct srsv_bgroup_config bc;
+	struct srsv_zone_group *a, *b, *c;
+	struct srsv_bgroup_info t;
+	struct srsv_bgroup_stats st;
+	struct srsv_zoned_info zi;
+
+	zoned_init(ctx, 0, on_reset, on_relocate);
+	ck_assert_int_eq(srsv_bgroup_config_init(&bc), 0);
+	bc.dynamic_reclaim = false;
+	bc.periodic_reclaim = false;
+	bc.reclaim_threshold_pct = 75;
+	ck_assert_int_eq(srsv_bgroups_init(ctx, &bc), 0);
+	ck_assert_int_eq(srsv_ctx_set_unallocated(ctx, 4 * GIB), 0);
+	/* The chunk: 200 of 256 MiB freed, below 75% used. */
+	ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_DATA, 4 * GIB, ZONE),
+			 0);
+	ck_assert_int_eq(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, 4 * GIB, ZONE),
+			 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 4 * GIB,
+					  200 * MIB, 0), 0);
+	/* Zones a (20 MiB live) and b (40 MiB live): 75% of the capacity
+	 * freed below the write pointer; c has its frees still pinned. */
+	a = add(ctx, SRSV_ZONE_DATA, 0, ZONE, ZONE);
+	b = add(ctx, SRSV_ZONE_DATA, ZONE, ZONE, ZONE);
+	c = add(ctx, SRSV_ZONE_DATA, 2 * ZONE, ZONE, ZONE);
+	ck_assert_int_eq(srsv_zone_group_activate(a), 0);
+	ck_assert_int_eq(srsv_zone_group_activate(b), 0);
+	ck_assert_int_eq(srsv_zone_group_activate(c), 0);
+	engine_write(ctx, a, SRSV_POOL_DATA, ZONE);
+	engine_write(ctx, b, SRSV_POOL_DATA, ZONE);
+	engine_write(ctx, c, SRSV_POOL_DATA, ZONE);
+	ck_assert_int_eq(srsv_zone_group_free(b, ZONE - 40 * MIB), 0);
+	ck_assert_int_eq(srsv_zone_group_free(a, ZONE - 20 * MIB), 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 2 * ZONE,
+					  ZONE - 10 * MIB, 1), 0);
+	ck_assert(ginfo(a).zone_unusable == ZONE - 20 * MIB);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 0, &t), 0);
+	ck_assert(t.candidate);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, ZONE, &t), 0);
+	ck_assert(t.candidate);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 2 * ZONE, &t), 0);
+	ck_assert(!t.candidate);		/* pinned, not unusable yet */
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 4 * GIB, &t), 0);
+	ck_assert(t.candidate);
+	ck_assert_uint_eq(bstats(ctx).marked, 3);
+
+	/* The engine's take: the chunk, never a zone. */
+	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), 0);
+	ck_assert_uint_eq(t.start, 4 * GIB);
+	ck_assert(t.readonly);
+	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &t), -ENOENT);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, 4 * GIB,
+					  ZONE - 200 * MIB, 2), 0);
+	ck_assert_int_eq(srsv_bgroup_reclaim_done(ctx, 4 * GIB, 0), 0);
+
+	/* RECLAIM_ZONES: the zones, a (least used) first; the chunk's
+	 * entries are not its. */
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  2 * ZONE);
+	ck_assert_uint_eq(log.relocations, 2);
+	ck_assert_ptr_eq(log.relocated[0], a);
+	ck_assert_ptr_eq(log.relocated[1], b);
+	ck_assert_uint_eq(ginfo(a).alloc_offset, 0);
+	/* c: its commit makes it a candidate (pinned bytes kept it out). */
+	ck_assert_int_eq(srsv_ctx_commit_done(ctx, 1), 0);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 2 * ZONE, &t), 0);
+	ck_assert(t.candidate);
+	ck_assert_uint_eq(srsv__zoned_flush(ds, SRSV_STATE_RECLAIM_ZONES, 0),
+			  ZONE);
+	st = bstats(ctx);
+	ck_assert_uint_eq(st.reclaimed, 4);
+	ck_assert_uint_eq(st.reclaim_failed, 0);
+	ck_assert_uint_eq(st.reclaimed_bytes, 56 * MIB + 20 * MIB + 40 * MIB +
+					      10 * MIB);
+	ck_assert_uint_eq(st.resets, 3);
+	zi = zinfo(ctx);
+	ck_assert_uint_eq(zi.resets, st.resets);
+	ck_assert_uint_eq(zi.relocations, st.reclaimed);
+	ck_assert_uint_eq(zi.flush_groups_looked, st.candidates_looked);
+	/* The chunk goes back at the commit that frees its old copies. */
+	ck_assert_int_eq(srsv_ctx_commit_done(ctx, 2), 1);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, 4 * GIB, &t), -ENOENT);
+	ck_assert_uint_eq(snap(ctx, SRSV_POOL_DATA).zone_unusable, 0);
+	srsv_ctx_destroy(ctx);
+}
+END_TEST
+
 /* ---- the allocator path never waits for a pool lock or a pass ---- */
 
 /*
@@ -2101,6 +2211,7 @@ static Suite *zoned_suite(void)
 	tcase_add_test(tc, test_reclaim_callback_failure);
 	tcase_add_test(tc, test_reset_batch_and_wanted);
 	tcase_add_test(tc, test_flush_looks_at_candidates_only);
+	tcase_add_test(tc, test_one_model_both_flavours);
 	tcase_add_test(tc, test_hint_while_pool_locked);
 	tcase_add_test(tc, test_pass_does_not_hold_up_allocator);
 	tcase_add_test(tc, test_waiting_passes_do_not_hold_up_hint);

@@ -490,6 +490,56 @@ LTTNG_UST_TRACEPOINT_EVENT(spacersv, zone_hint,
 	)
 )
 
+/* ---- block groups (btrfs's block-group events, without the prefix) ---- */
+
+/*
+ * One class for the five: the group's start, pool, length, used bytes and
+ * zone_unusable (0 for a chunk) at the event.
+ */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(spacersv, block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer_hex(uint64_t, start, start)
+		lttng_ust_field_enum(spacersv, pool, int, pool, pool)
+		lttng_ust_field_integer(uint64_t, length, length)
+		lttng_ust_field_integer(uint64_t, used, used)
+		lttng_ust_field_integer(uint64_t, zone_unusable, zone_unusable)
+	)
+)
+
+/* Put on its pool's unused list (btrfs_mark_bg_unused()). */
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, block_group, spacersv,
+	add_unused_block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable))
+
+/* Put on its pool's reclaim list (btrfs_mark_bg_to_reclaim()). */
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, block_group, spacersv,
+	add_reclaim_block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable))
+
+/* Claimed for relocation: taken by the engine (a chunk) or handed to
+ * zone_relocate (a zone); @used is what it moves. */
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, block_group, spacersv,
+	reclaim_block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable))
+
+/* An unused chunk the commit keeps: pinned, in reclaim, the last of its
+ * pool, or its free bytes held by reservations. */
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, block_group, spacersv,
+	skip_unused_block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable))
+
+/* A chunk given back to unallocated space (btrfs_remove_block_group()). */
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(spacersv, block_group, spacersv,
+	remove_block_group,
+	LTTNG_UST_TP_ARGS(uint64_t, start, int, pool, uint64_t, length,
+			  uint64_t, used, uint64_t, zone_unusable))
+
 #endif /* SRSV_SPACERSV_TP_H */
 
 #include <lttng/tracepoint-event.h>

@@ -89,13 +89,19 @@ SRSV_MUST_CHECK int srsv_async_fd(const struct srsv_async *q);
  *        srsv_space_reserve() for that)
  * @param timeout_ns deadline from now (UINT64_MAX: none); the ticket ends
  *        with -ETIMEDOUT when still queued then, removed under the pool
- *        lock as a blocking waiter's
+ *        lock as a blocking waiter's.  0: never queue: 0 when the bytes
+ *        can be had at once, else -ETIMEDOUT at once (nothing posted),
+ *        as srsv_space_reserve_timeout() with 0
  * @param fn callback run by srsv_async_reap(), or NULL
  * @param arg its argument
  * @retval 0 granted at once: the ticket is finished, nothing is posted
  * @retval -EINPROGRESS queued: reap it from @p q
  * @retval -EINVAL NULL @p q or @p ticket, a pool of another ctx, flags
- *         other than 0, timeout 0, or as srsv_space_reserve()
+ *         other than 0, or as srsv_space_reserve()
+ * @retval -EBUSY @p ticket is in flight (queued, posted and not yet
+ *         reaped, or a blocking one not yet waited for): left as it is
+ * @retval -ETIMEDOUT @p timeout_ns was 0 and the bytes would have to be
+ *         waited for: nothing was queued or posted
  * @retval negative as srsv_space_reserve(); the ticket is finished and
  *         nothing is posted
  * @note Thread-safe.  Never waits for space or for flushing: it takes the

@@ -40,7 +40,16 @@
  * as stated per call: a zone is written at its write pointer only, bytes
  * freed in it become zone_unusable (the library does the pool half too),
  * and an emptied zone is reset in its pool by RESET_ZONES, never returned
- * to unallocated.  A zoned ctx has a table from srsv_zoned_init() on; the
+ * to unallocated.  Chunks and zones share each pool's candidate lists
+ * (btrfs's unused_bgs and reclaim_bgs), the reclaim threshold of
+ * struct srsv_bgroup_config and one statistics block: a zone becomes a
+ * reclaim candidate when it is finished and the bytes freed below its
+ * write pointer reach the fixed threshold of its capacity
+ * (__btrfs_add_free_space_zoned()), and RECLAIM_ZONES relocates it;
+ * srsv_bgroup_reclaim_take() hands out chunks only.  A candidate is
+ * skipped while it has pinned or outstanding bytes, and one emptied since
+ * goes to the unused list instead (btrfs_reclaim_block_group()).  A zoned
+ * ctx has a table from srsv_zoned_init() on; the
  * calls other than the queries still need srsv_bgroups_init().
  *
  * Locking: one lock per ctx for the group table, taken before any pool
@@ -77,8 +86,11 @@ struct srsv_bgroup_config {
 	/** btrfs's bg_reclaim_threshold: a group whose used bytes drop
 	 *  below this percentage of its length (having been at or above it)
 	 *  becomes a reclaim candidate.  0 (default, as btrfs on
-	 *  conventional devices): off.  0..100.  Ignored while
-	 *  @c dynamic_reclaim is on. */
+	 *  conventional devices): off.  0..100.  Ignored for chunks while
+	 *  @c dynamic_reclaim is on.  The one threshold of the table: zones
+	 *  use it (always the fixed value) on the bytes freed below their
+	 *  write pointers; on a zoned ctx it is srsv_zoned_config's
+	 *  deprecated reclaim_threshold_pct (75) until this call sets it. */
 	unsigned reclaim_threshold_pct;
 	/** btrfs's dynamic_reclaim: the threshold follows
 	 *  calc_dynamic_reclaim_threshold() (default on). */
@@ -336,7 +348,10 @@ SRSV_MUST_CHECK int srsv_bgroup_find_free(struct srsv_ctx *ctx, enum srsv_pool p
  *
  * Candidates come from the rules in the file comment; when the library
  * calls the flush callback with ::SRSV_STATE_RECLAIM_CHUNKS there is at
- * least one.
+ * least one.  As btrfs_reclaim_block_group(), a candidate with pinned
+ * bytes is skipped (commit first), and one emptied since it was marked is
+ * not taken but returned at the next commit.  Zone groups are never taken
+ * (RECLAIM_ZONES relocates them).
  * @param ctx a ctx with a group table
  * @param[out] info the group taken
  * @param size sizeof(struct srsv_bgroup_info) as the caller knows it
@@ -401,11 +416,26 @@ struct srsv_bgroup_stats {
 	uint64_t nr_groups;	/**< groups now */
 	uint64_t added;		/**< groups ever added */
 	uint64_t returned;	/**< groups returned to unallocated */
-	uint64_t reclaimed;	/**< reclaims ended with 0 */
-	uint64_t reclaim_failed;/**< reclaims ended with an error */
+	uint64_t reclaimed;	/**< relocations ended with 0 (chunks taken
+				     and done, zones zone_relocate moved) */
+	uint64_t reclaim_failed;/**< relocations ended with an error */
 	uint64_t sweeps;	/**< reclaim sweeps run */
 	uint64_t marked;	/**< groups a sweep or a free made candidates */
 	uint64_t committed;	/**< last transaction reported committed */
+	/* Since 0.1.0's block-group merge (the one statistics block of
+	 * chunks and zones); a caller built before it gets the fields
+	 * above only. */
+	/** Bytes relocated by reclaims that ended with 0: the used (and
+	 *  reserved) bytes of each group when it was claimed, as upstream's
+	 *  reclaim_bytes. */
+	uint64_t reclaimed_bytes;
+	/** Zones reset by RESET_ZONES (or after a RECLAIM_ZONES
+	 *  relocation emptied them). */
+	uint64_t resets;
+	/** Candidates the reclaim choices and the RESET_ZONES and
+	 *  RECLAIM_ZONES passes looked at: they look only at the groups
+	 *  queued on the candidate lists, never at every group. */
+	uint64_t candidates_looked;
 };
 
 /**

@@ -19,8 +19,14 @@ enum srsv_ctx_flags {
 	/**
 	 * Manual reclaim: the library starts no thread.  Reclaim work that a
 	 * worker would do (async ticket flushing, preemptive flushing) is
-	 * recorded and run when the engine calls srsv_ctx_run_pending().
-	 * Deterministic tests use this mode.
+	 * recorded and run when the engine calls srsv_ctx_run_pending().  A
+	 * blocking wait (srsv_space_reserve(), srsv_ticket_wait(), ...) runs
+	 * the walk that serves its ticket in its own thread, as a priority
+	 * ticket always flushes in its caller's, unless another thread is
+	 * running srsv_ctx_run_pending() (it then waits for that thread, and
+	 * looks again every millisecond): a single-threaded engine never
+	 * waits for a thread that does not exist.  Deterministic tests use
+	 * this mode.
 	 */
 	SRSV_CTX_MANUAL = 1u << 0,
 	/** One MIXED pool serves data and metadata (btrfs --mixed). */
@@ -33,7 +39,15 @@ enum srsv_ctx_flags {
 	/** Keep the preemptive clamp at 1 (or srsv_config::fixed_clamp)
 	 *  instead of adapting it (to compare the adaptive clamp with a fixed
 	 *  threshold; adaptive is the default). */
-	SRSV_CTX_FIXED_CLAMP = 1u << 4
+	SRSV_CTX_FIXED_CLAMP = 1u << 4,
+	/**
+	 * With ::SRSV_CTX_MANUAL: a blocking wait does not run the reclaim
+	 * itself; it waits until another thread calls srsv_ctx_run_pending()
+	 * (or for ever, if none does).  For deterministic tests of waiters:
+	 * a test holds threads queued, cancels them, times them out or shuts
+	 * the ctx down under them, and decides when the walk runs.
+	 */
+	SRSV_CTX_MANUAL_WAIT = 1u << 5
 };
 
 /** Maximum length of an overriding flush-state array. */
@@ -223,6 +237,10 @@ int srsv_ctx_shutdown(struct srsv_ctx *ctx);
  * reservations and the quota and zone tables.  NULL is a no-op.
  *
  * @param ctx the ctx
+ * @retval 0 freed (or @p ctx was NULL)
+ * @retval -EDEADLK called from a flush callback (the callback's caller
+ *         still uses the ctx): nothing was freed or stopped, as
+ *         srsv_ctx_shutdown() refuses there
  * @note Only threads waiting inside srsv_space_reserve(),
  * srsv_space_reserve_timeout(), srsv_rsv_add(), srsv_rsv_refill(),
  * srsv_delalloc_reserve() or srsv_quota_reserve() may still be using the
@@ -241,7 +259,7 @@ int srsv_ctx_shutdown(struct srsv_ctx *ctx);
  * instead of waiting for flushers that do not exist.  Other calls on it
  * are undefined (a lock held at the fork would never be released).
  */
-void srsv_ctx_destroy(struct srsv_ctx *ctx);
+int srsv_ctx_destroy(struct srsv_ctx *ctx);
 
 /**
  * The pool of a kind.  In a MIXED ctx, DATA and METADATA return the MIXED
@@ -266,8 +284,8 @@ SRSV_MUST_CHECK int srsv_ctx_set_unallocated(struct srsv_ctx *ctx, uint64_t byte
 
 /**
  * Read the unallocated device space.
- * @param ctx the ctx (must not be NULL)
- * @return bytes
+ * @param ctx the ctx
+ * @return bytes; 0 when @p ctx is NULL
  * @note Thread-safe, lock-free.
  */
 uint64_t srsv_ctx_unallocated(const struct srsv_ctx *ctx);

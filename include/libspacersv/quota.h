@@ -265,6 +265,9 @@ struct srsv_quota_info {
 	uint64_t flush_waits;
 	uint64_t edquot;	/**< reservations refused past the limit
 				 *   (-EDQUOT, or -EAGAIN for NOWAIT) */
+	/** NOWAIT reservations answered -EAGAIN because the tenant was over
+	 *  its limit (::SRSV_NOWAIT_QUOTA; also counted in @c edquot) */
+	uint64_t nowait_refused;
 };
 
 /**

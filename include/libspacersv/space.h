@@ -48,20 +48,25 @@ extern "C" {
  * @retval -EINVAL NULL space, 0 bytes, bytes larger than any pool could hold
  *         (overflow), unknown mode or flag, or a mode this pool kind does
  *         not take
- * @retval -ESHUTDOWN the ctx is shut down
+ * @retval -ESHUTDOWN the ctx is shut down (or shutting down) and the
+ *         reservation would have to wait: as in the error state, a
+ *         reservation that fits is still granted (0) and one that never
+ *         can fails with -ENOSPC; only waiting is refused, whatever the
+ *         per-CPU caches hold
  * @retval -EDEADLK a flushing mode used from inside a flush callback
  * @retval other the error set by srsv_ctx_set_error()
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
- * @warning Never call it with a flushing mode while holding a lock of
- *          the engine's that its flush callback takes.  The reservation
- *          waits for the flusher, the flusher waits inside the callback
- *          for that lock, and neither returns; with a priority mode the
- *          callback runs in this very thread, with the lock held.  The
- *          library cannot see engine locks (it answers -EDEADLK only to a
- *          call made from inside a callback).  Reserve before taking such
- *          a lock, as btrfs reserves when it starts a transaction, before
- *          it locks any tree block; under the lock, use ::SRSV_NO_FLUSH or
- *          ::SRSV_RESERVE_NOWAIT, which never wait.
+ * @warning A blocking call may run the engine's flush callback (in this
+ *          thread for priority modes and in ::SRSV_CTX_MANUAL mode, in a
+ *          library thread otherwise) and waits until it frees space: never
+ *          call it with a flushing mode while holding a lock of the
+ *          engine's that its flush callback takes, or the two wait for
+ *          each other for ever.  The library cannot see engine locks (it
+ *          answers -EDEADLK only to a call made from inside a callback).
+ *          Reserve before taking such a lock, as btrfs reserves when it
+ *          starts a transaction, before it locks any tree block; under the
+ *          lock, use ::SRSV_NO_FLUSH or ::SRSV_RESERVE_NOWAIT, which never
+ *          wait.
  */
 SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
 		       enum srsv_flush mode, unsigned flags);
@@ -72,15 +77,20 @@ SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
  * @param bytes how much
  * @param mode flush mode
  * @param flags ::srsv_reserve_flags
- * @param timeout_ns how long to wait at most (0: do not wait at all)
+ * @param timeout_ns how long to wait at most; 0: never wait and never
+ *         queue (0 when the bytes can be had at once, -ETIMEDOUT where
+ *         the call would have to wait; the same meaning as in
+ *         srsv_ticket_reserve_async())
  * @retval -ETIMEDOUT the ticket was still queued at the deadline; it was
- *         removed under the pool lock, so the caller holds nothing
+ *         removed under the pool lock, so the caller holds nothing (with
+ *         @p timeout_ns 0: it would have had to wait; nothing was queued)
  * @retval 0 and the other errors as srsv_space_reserve()
  * @note Thread-safe.
  * @warning As srsv_space_reserve(): never with a flushing mode while
  *          holding an engine lock the flush callback takes.  The timeout
  *          turns that deadlock into -ETIMEDOUT at best; with a priority
- *          mode the callback runs in this thread and the lock is held.
+ *          mode, or in ::SRSV_CTX_MANUAL mode, the callback runs in this
+ *          thread and the lock is held.
  */
 SRSV_MUST_CHECK int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
 			       enum srsv_flush mode, unsigned flags,
@@ -114,6 +124,12 @@ struct srsv_ticket {
  * @retval 0 granted at once (the ticket is finished)
  * @retval -EINPROGRESS queued: finish it with srsv_ticket_wait() (which
  *         also runs the priority flushing for priority modes)
+ * @retval -EBUSY @p ticket is in flight: queued, or ended and not yet
+ *         waited for (or, for an asynchronous one, not yet reaped); it is
+ *         left as it is.  The library tells by the ticket's address, never
+ *         by reading its memory
+ * @retval -EAGAIN NOWAIT and the in-flight registry was busy; the ticket
+ *         is left as it is
  * @retval negative as srsv_space_reserve(); the ticket is finished
  * @note Thread-safe.  A queued ticket must be finished (waited on until it
  * returns something other than -EINPROGRESS, or cancelled and then waited
@@ -140,7 +156,8 @@ SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ti
  * ends every ticket), let the waits return, then destroy.
  * @warning As srsv_space_reserve(): never wait (@p timeout_ns not 0)
  *          while holding an engine lock the flush callback takes.  For a
- *          priority mode the callback runs in this thread.
+ *          priority mode, and in ::SRSV_CTX_MANUAL mode, the callback runs
+ *          in this thread.
  */
 SRSV_MUST_CHECK int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
 
@@ -454,6 +471,8 @@ enum srsv_refusal {
 #define SRSV_STATS_STATES 32
 /** Room for refusal kinds in srsv_space_stats. */
 #define SRSV_STATS_REFUSALS 32
+/** Size of srsv_space_stats::nowait_refused (::srsv_nowait_reason). */
+#define SRSV_STATS_NOWAIT 8
 /** Buckets of a wait histogram (srsv_wait_stats::hist). */
 #define SRSV_WAIT_BUCKETS 24
 
@@ -538,6 +557,10 @@ struct srsv_space_stats {
 	 *  a second (or more) after the last ticket, paced sleep or clamp
 	 *  change, with no ticket queued */
 	uint64_t clamp_lowered;
+	/** NOWAIT calls on the pool answered -EAGAIN, per
+	 *  ::srsv_nowait_reason ([::SRSV_NOWAIT_QUOTA] counts the delalloc
+	 *  helper's; a tenant's own are in srsv_quota_info::nowait_refused) */
+	uint64_t nowait_refused[SRSV_STATS_NOWAIT];
 };
 
 /**
@@ -560,6 +583,18 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
 #define srsv_space_get_stats(space, stats) \
 	srsv_space_get_stats_sized((space), (stats), \
 				   sizeof(struct srsv_space_stats))
+
+/**
+ * Why the calling thread's last NOWAIT call answered -EAGAIN, as errno
+ * tells why the last system call failed: a lock was busy (a retry may
+ * succeed at once), the pool would have to flush or queue, or a tenant
+ * is over its quota (the blocking retry would flush the quota, and may
+ * fail with -EDQUOT).  Only -EAGAIN answers of NOWAIT calls set it; it
+ * is not reset by calls that succeed.
+ * @return a ::srsv_nowait_reason (::SRSV_NOWAIT_NONE before any)
+ * @note Thread-safe: each thread has its own.
+ */
+int srsv_nowait_reason(void);
 
 /**
  * Call the engine for @p state again: the library stops calling a state

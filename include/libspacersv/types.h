@@ -103,6 +103,26 @@ enum srsv_reserve_flags {
 };
 
 /**
+ * Why a NOWAIT call answered -EAGAIN (srsv_nowait_reason()).  The answer
+ * stays -EAGAIN, btrfs's NOWAIT contract; the reason tells the caller
+ * what the blocking retry would do.
+ */
+enum srsv_nowait_reason {
+	/** no NOWAIT refusal yet in this thread */
+	SRSV_NOWAIT_NONE = 0,
+	/** a lock was busy, or another thread's per-CPU credit was in
+	 *  motion: a retry soon may succeed without waiting */
+	SRSV_NOWAIT_LOCK = 1,
+	/** the pool would have to queue a ticket or flush (tickets wait, or
+	 *  the bytes do not fit): the blocking retry waits for reclaim */
+	SRSV_NOWAIT_SPACE = 2,
+	/** a tenant is over its quota: the blocking retry would flush the
+	 *  quota, and fail with -EDQUOT if that frees too little */
+	SRSV_NOWAIT_QUOTA = 3,
+	SRSV_NOWAIT_REASON_COUNT
+};
+
+/**
  * Flush states: what the engine is asked to do to give space back.  The
  * values match btrfs's enum.  The engine implements the states it has
  * (returning -EOPNOTSUPP for the others, which are then skipped).

@@ -131,10 +131,14 @@ struct srsv_zoned_config {
 	/** Tokens held back for system groups (1 for SINGLE, 2 for DUP).
 	 *  Default 1. */
 	unsigned reserved_system;
-	/** A finished group whose freed bytes reach this percentage of its
-	 *  capacity is a RECLAIM_ZONES candidate (btrfs's
-	 *  bg_reclaim_threshold, default 75: the live quarter is cheap to
-	 *  move and frees three quarters of a zone).  1..100. */
+	/** Deprecated: the threshold is the group table's one
+	 *  (srsv_bgroup_config::reclaim_threshold_pct).  Still accepted:
+	 *  srsv_zoned_init() sets the table's threshold to it while
+	 *  srsv_bgroups_init() has not configured the table.  A finished
+	 *  group whose freed bytes reach that percentage of its capacity is
+	 *  a RECLAIM_ZONES candidate (btrfs's BTRFS_DEFAULT_ZONED_RECLAIM_THRESH,
+	 *  default 75: the live quarter is cheap to move and frees three
+	 *  quarters of a zone).  1..100. */
 	unsigned reclaim_threshold_pct;
 	/** RESET_ZONES: reset the zone on the device (e.g. BLKRESETZONE);
 	 *  NULL: nothing to do on the device, the accounting is reset
@@ -148,7 +152,8 @@ struct srsv_zoned_config {
 
 /**
  * Fill @p cfg with defaults (no active-zone limit, 2 metadata and 1 system
- * reserved token, reclaim threshold 75%, no callbacks) and set cfg->size.
+ * reserved token, the deprecated reclaim threshold 75%, no callbacks) and
+ * set cfg->size.
  * @param cfg the config
  * @retval 0 success
  * @retval -EINVAL cfg is NULL
@@ -159,7 +164,9 @@ int srsv_zoned_config_init(struct srsv_zoned_config *cfg);
 /**
  * Make @p ctx zoned: set up the zone group table and the active list.
  * Afterwards RESET_ZONES and RECLAIM_ZONES act on the ctx's zone groups
- * before the engine's flush callback is called for them.
+ * before the engine's flush callback is called for them.  The ctx gets
+ * its group table (<libspacersv/bgroup.h>) here; its reclaim threshold is
+ * cfg->reclaim_threshold_pct until srsv_bgroups_init() configures it.
  * @param ctx a ctx created with ::SRSV_CTX_ZONED
  * @param cfg configuration; copied
  * @retval 0 success
@@ -429,12 +436,16 @@ struct srsv_zoned_info {
 	uint64_t nr_groups;		/**< groups registered */
 	uint64_t hints;			/**< srsv_zone_hint() calls */
 	uint64_t hint_groups_looked;	/**< groups those calls examined */
-	uint64_t resets;		/**< groups reset by RESET_ZONES */
-	uint64_t relocations;		/**< zone_relocate calls that succeeded */
-	/** Candidate groups that RESET_ZONES and RECLAIM_ZONES passes
-	 *  examined.  Passes look only at the groups queued as candidates
-	 *  (fully freed, or sparse) when they became so, never at every
-	 *  group of the pool. */
+	/** Deprecated, srsv_bgroup_stats::resets: zones reset. */
+	uint64_t resets;
+	/** Deprecated, srsv_bgroup_stats::reclaimed: relocations that
+	 *  ended with 0 (zone_relocate calls that succeeded, and chunks
+	 *  whose reclaim ended with 0 in a ctx that has both). */
+	uint64_t relocations;
+	/** Deprecated, srsv_bgroup_stats::candidates_looked: candidates
+	 *  the passes (and chunk reclaim) examined.  They look only at the
+	 *  groups queued as candidates (fully freed, or sparse) when they
+	 *  became so, never at every group of the pool. */
 	uint64_t flush_groups_looked;
 };
 

@@ -1,5 +1,6 @@
 /*
- * may_use.pml: the admission word srsv_space::may_use (lib/space.c).
+ * may_use.pml: the admission word srsv_space::may_use (lib/counters.c;
+ * lib/space.c before the library was split into layers).
  *
  * Default: lib/space.c as of the commit that adds this model (on main
  * after 42b0de9; line numbers re-checked at its last landing), where a release subtracts with a compare-and-swap and

@@ -7,6 +7,9 @@
  * asynchronous tickets of c42f013, which left the blocking path as it
  * was; their posting is not modelled, see README.md), statement by
  * statement:
+ * (Since the library was split into layers, the ticket-ending, granting
+ * and failing functions live in lib/tickets.c, the gate in lib/gate.c;
+ * the line numbers are those of the commit named above.)
  *   lib/reserve.c  srsv__ticket_remove() 102-113, srsv__ticket_end()
  *                  115-143, srsv__ctx_enter()/leave() 145-161,
  *                  queue_ticket() 227-276, reserve_slow() 283-364 (the

@@ -120,6 +120,22 @@ def check_common(events, pid):
     return last
 
 
+def check_burst(events, sc):
+    """20000 pairs: a reserve event each, may_use sampled per ms."""
+    ctx = sc['ctx']
+    print('# burst: ctx %#x' % ctx)
+    res = of(events, ctx, 'reserve')
+    check(len(res) == 20000, 'burst: one reserve event per reservation '
+          '(%d)' % len(res))
+    mu = [e for e in events if e['name'] == 'counter' and
+          e.get('ctx') == ctx and e['counter'] == 'may_use']
+    if res:
+        span_ms = (res[-1]['ts'] - res[0]['ts']) / 1e6
+        check(1 <= len(mu) <= span_ms + 2,
+              'burst: may_use counter events sampled, at most one per '
+              'millisecond (%d events in %.1f ms)' % (len(mu), span_ms))
+
+
 def check_granted(events, sc):
     ctx, b = sc['ctx'], sc['bytes']
     print('# granted: ctx %#x' % ctx)
@@ -355,6 +371,38 @@ def check_zoned(events, sc):
           % (g1, sc['wasted'], [(e['start'], e['wasted']) for e in fin]))
 
 
+def check_bgroup(events, sc):
+    a, b, c = sc['a'], sc['b'], sc['c']
+    print('# bgroup: chunks %#x %#x %#x' % (a, b, c))
+
+    def starts(name):
+        return [e['start'] for e in events
+                if e['name'] == name and e['start'] in (a, b, c)]
+    check(starts('add_reclaim_block_group') == [a],
+          'bgroup: add_reclaim_block_group for A only (%s)'
+          % starts('add_reclaim_block_group'))
+    rec = [e for e in events if e['name'] == 'reclaim_block_group'
+           and e['start'] == a]
+    check(len(rec) == 1 and rec[0]['used'] == sc['moved']
+          and rec[0]['pool'] == 'data' and rec[0]['length'] == 1 << 30,
+          'bgroup: reclaim_block_group(A) with %d bytes to move (%s)'
+          % (sc['moved'], rec))
+    check(starts('add_unused_block_group') == [a, b, c],
+          'bgroup: add_unused_block_group for A, B, C in order (%s)'
+          % starts('add_unused_block_group'))
+    check(starts('skip_unused_block_group') == [c],
+          'bgroup: skip_unused_block_group for C (pinned) (%s)'
+          % starts('skip_unused_block_group'))
+    check(starts('remove_block_group') == [a, b],
+          'bgroup: remove_block_group for A and B (%s)'
+          % starts('remove_block_group'))
+    order = [e['name'] for e in events if e['name'].endswith('block_group')
+             and e.get('start') == a]
+    check(order == ['add_reclaim_block_group', 'reclaim_block_group',
+                    'add_unused_block_group', 'remove_block_group'],
+          'bgroup: A\'s events in the order of its life (%s)' % order)
+
+
 def check_report_tool(report_path, mod, events, trace):
     print('# tools/srsv-report.py')
     rep = mod.analyse(events)
@@ -475,11 +523,13 @@ def main():
 
     check_common(events, sc['PID'])
     S, P = sc['SCENARIO'], sc['SNAPSHOT']
-    for name in ('granted', 'refused', 'timeout', 'preempt', 'fail_all',
-                 'rsv', 'nowait'):
+    for name in ('granted', 'burst', 'refused', 'timeout', 'preempt',
+                 'fail_all', 'rsv', 'nowait'):
         check(name in S, 'scenario %s ran' % name)
     if 'granted' in S:
         check_granted(events, S['granted'])
+    if 'burst' in S:
+        check_burst(events, S['burst'])
     if 'refused' in S:
         check_refused(events, S['refused'])
     if 'timeout' in S:
@@ -492,6 +542,9 @@ def main():
         check_rsv(events, S['rsv'])
     if 'nowait' in S and not args.scenario_checks_only:
         check_nowait(events, S['nowait'], mod)
+    check('bgroup' in S, 'scenario bgroup ran')
+    if 'bgroup' in S:
+        check_bgroup(events, S['bgroup'])
     if 'quota' in S:
         check_quota(events, S['quota'])
         if not args.scenario_checks_only:

@@ -117,7 +117,7 @@ static struct srsv_ctx *make_ctx(struct engine *e, unsigned flags,
 	struct srsv_ctx *ctx;
 
 	CHECK_RC(srsv_config_init(&cfg), 0);
-	cfg.flags = SRSV_CTX_MANUAL | flags;
+	cfg.flags = SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT | flags;
 	cfg.flush = flush_cb;
 	cfg.user = e;
 	cfg.pool_bytes[SRSV_POOL_DATA] = 64 * MIB;
@@ -216,6 +216,24 @@ static void scenario_granted(void)
 	CHECK_RC(srsv_space_release(md, MIB), 0);
 	printf("SCENARIO granted ctx=%#" PRIxPTR " bytes=%" PRIu64 "\n",
 	       (uintptr_t)ctx, MIB);
+}
+
+/*
+ * burst: 20000 reserve/release pairs as fast as one thread goes.  Every
+ * reservation is a reserve event; may_use's counter events are sampled,
+ * at most one per millisecond of the burst (trace-lttng.h).
+ */
+static void scenario_burst(void)
+{
+	static struct engine e;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+	struct srsv_space *md = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+
+	for (int i = 0; i < 20000; i++) {
+		CHECK_RC(srsv_space_reserve(md, 4096, SRSV_FLUSH_ALL, 0), 0);
+		CHECK_RC(srsv_space_release(md, 4096), 0);
+	}
+	printf("SCENARIO burst ctx=%#" PRIxPTR " n=20000\n", (uintptr_t)ctx);
 }
 
 /*
@@ -393,6 +411,47 @@ static void scenario_quota(void)
 }
 #endif
 
+/*
+ * bgroup: three 1 GiB data chunks.  A falls below the 50% threshold
+ * (add_reclaim_block_group), is taken (reclaim_block_group, 400 MiB to
+ * move), relocated in transaction 1 and done (add_unused_block_group); B
+ * is emptied at once, C in transaction 2 (add_unused_block_group each).
+ * The commit of 1 returns A and B (remove_block_group) and keeps C, whose
+ * freed bytes are still pinned (skip_unused_block_group).
+ */
+static void scenario_bgroup(void)
+{
+	static struct engine e;
+	const uint64_t a = 100 * GIB, b = 101 * GIB, c = 102 * GIB;
+	struct srsv_bgroup_config bc;
+	struct srsv_bgroup_info t;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+
+	CHECK_RC(srsv_bgroup_config_init(&bc), 0);
+	bc.dynamic_reclaim = false;
+	bc.periodic_reclaim = false;
+	bc.reclaim_threshold_pct = 50;
+	CHECK_RC(srsv_bgroups_init(ctx, &bc), 0);
+	CHECK_RC(srsv_ctx_set_unallocated(ctx, 4 * GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, a, GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, b, GIB), 0);
+	CHECK_RC(srsv_bgroup_add(ctx, SRSV_POOL_DATA, c, GIB), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, a, 600 * MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, a, 200 * MIB, 0), 0);
+	CHECK_RC(srsv_bgroup_reclaim_take(ctx, &t), 0);
+	CHECK(t.start == a);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, a, 400 * MIB, 1), 0);
+	CHECK_RC(srsv_bgroup_reclaim_done(ctx, a, 0), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, b, MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, b, MIB, 0), 0);
+	CHECK_RC(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, c, MIB), 0);
+	CHECK_RC(srsv_bgroup_free(ctx, SRSV_POOL_DATA, c, MIB, 2), 0);
+	CHECK_RC(srsv_ctx_commit_done(ctx, 1), 2);
+	printf("SCENARIO bgroup ctx=%#" PRIxPTR " a=%#" PRIx64 " b=%#" PRIx64
+	       " c=%#" PRIx64 " moved=%" PRIu64 "\n", (uintptr_t)ctx, a, b, c,
+	       400 * MIB);
+}
+
 #if SRSV_TEST_HAVE_ZONED
 /*
  * zoned: two active 256 MiB data zone groups, the first with 1 MiB of room
@@ -433,12 +492,14 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("PID %ld\n", (long)getpid());
 	scenario_granted();
+	scenario_burst();
 	scenario_refused();
 	scenario_timeout();
 	scenario_preempt();
 	scenario_fail_all();
 	scenario_rsv();
 	scenario_nowait();
+	scenario_bgroup();
 #if SRSV_TEST_HAVE_QUOTA
 	scenario_quota();
 #endif
