@@ -1108,17 +1108,23 @@ def _compile_stream(sc, evs, skip):
             raise CtfUnsupported('event id %d' % eid)
         c = _EventClass(ev, sctx, skip)
         out[eid] = (c.kind, c.size, c.unpack, c.extra, c)
-    # The counted class with a pool, if any, takes the one-unpack path
-    # (large headers only; several: the first, counter in practice).
-    hot = None
+    # The counted classes with a pool can take the one-unpack path (large
+    # headers only): {event id: (unpack of header and fields, size, index
+    # of ctx, of pool, add to the pools seen, index of the field that
+    # makes an event built (-1: none), its mask, the builder)}.
+    hots = {}
     if idt.size == 16:
         for eid, ev in enumerate(out):
-            if ev and ev[0] == _EV_COUNT and ev[3] is not None and \
-                    ev[4].hot is not None:
-                unpack, size, ci, pi = ev[4].hot
-                hot = (eid, unpack, size, ci, pi, ev[3][2])
-                break
-    return idt.size == 16, out, hot
+            if not ev or ev[4].hot is None:
+                continue
+            unpack, size, ci, pi = ev[4].hot
+            if ev[0] == _EV_COUNT and ev[3] is not None:
+                hots[eid] = (unpack, size, ci, pi, ev[3][2], -1, 0, None)
+            elif ev[0] == _EV_UNLESS:
+                x = ev[3]
+                hots[eid] = (unpack, size, ci, pi, x[5], 2 + x[1], x[2],
+                             x[0])
+    return idt.size == 16, out, hots
 
 
 def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
@@ -1169,14 +1175,18 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
         ts = pctx.get('timestamp_begin', 0)
         if sid not in compiled:
             compiled[sid] = _compile_stream(sc, classes.get(sid, {}), skip)
-        large, ecls, hot = compiled[sid]
+        large, ecls, hots = compiled[sid]
         counts = counted.get(sid)
         if counts is None:
             counts = counted[sid] = [0] * len(ecls)
         hot_count = 0
         hot_ctx = hot_pool = None
-        if hot is not None:
-            hot_id, hot_unpack, hot_size, hot_ci, hot_pi, hot_add = hot
+        if hots:
+            # The counted class most events so far belonged to (counter,
+            # or reserve once counter events are sampled).
+            hot_id = max(hots, key=lambda i: (counts[i], -i))
+            (hot_unpack, hot_size, hot_ci, hot_pi, hot_add, hot_fi,
+             hot_mask, hot_build) = hots[hot_id]
             hot_end = min(end, n - hot_size + 1)
         else:
             hot_id, hot_end = -1, 0
@@ -1188,8 +1198,9 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
             # one's low bits (CTF 1.8, section 8).
             if large:
                 if p < hot_end:
-                    # Counted events are most of a busy trace (counter):
-                    # header and fields of one come in one unpack.
+                    # Counted events are most of a busy trace: header and
+                    # fields of one of the commonest class come in one
+                    # unpack.
                     v = hot_unpack(data, p)
                     eid, low = v[0], v[1]
                     if eid == hot_id:
@@ -1197,6 +1208,13 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                             ts = (ts & ~0xffffffff) | low
                         else:
                             ts = ((ts | 0xffffffff) + 1) | low
+                        p += hot_size
+                        if hot_fi >= 0 and v[hot_fi] & hot_mask:
+                            # One the report looks at (NOWAIT): built.
+                            append(hot_build(v[2:], offset_ns + ts
+                                             if one_ghz else offset_ns +
+                                             ts * 1000000000 // freq))
+                            continue
                         hot_count += 1
                         # Its pool, when it is not the last one's.
                         if v[hot_pi] != hot_pool or v[hot_ci] != hot_ctx:
@@ -1205,7 +1223,6 @@ def _read_stream(data, meta, classes, compiled, events, skip, span, freq,
                         if first_raw is None:
                             first_raw = ts
                         last_raw = ts
-                        p += hot_size
                         continue
                 else:
                     eid, low = hdr_large(data, p)
