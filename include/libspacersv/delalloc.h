@@ -6,9 +6,8 @@
  * contract.  Include <libspacersv/spacersv.h> rather than this file.
  *
  * For a write of N bytes, srsv_delalloc_reserve() takes, in upstream's
- * order (btrfs_delalloc_reserve_space(): data space, data qgroup, metadata
- * qgroup, metadata space; so a write short of both space and quota gets
- * -ENOSPC, not -EDQUOT):
+ * order (btrfs_delalloc_reserve_space(); docs/quota.md, "Order of quota
+ * and space", says why and what srsv_delalloc_reserve_async() does):
  *
  * 1. data space: N bytes of may_use in the DATA pool;
  * 2. quota (when a tenant is given): DATA N and META_PREALLOC M, together
@@ -107,7 +106,10 @@ struct srsv_delalloc_resv {
 };
 
 /**
- * Reserve quota, data space and metadata for a buffered write of @p bytes.
+ * Reserve data space, quota and metadata for a buffered write of @p bytes.
+ *
+ * The steps and their order are those of the file's description (btrfs's
+ * order; docs/quota.md, "Order of quota and space").
  *
  * @param ctx the ctx
  * @param quota the tenant to charge, or NULL for none

@@ -32,9 +32,11 @@
  * runs the callback at most once and retries at most twice.  Waits end
  * early when the ctx is shut down or put in an error state.
  *
- * The quota is checked before any space is reserved (btrfs's order):
- * a caller that then fails to reserve space gives the quota back.
- * srsv_delalloc_reserve() (delalloc.h) does the whole sequence.
+ * A quota reservation takes no space: srsv_quota_reserve() charges the
+ * tenant and moves no pool counter.  srsv_delalloc_reserve() (delalloc.h)
+ * takes data space, quota and metadata for a buffered write, undoing the
+ * earlier steps when a later one fails.  Which comes first, quota or
+ * space, is stated once, in docs/quota.md, "Order of quota and space".
  */
 #ifndef LIBSPACERSV_QUOTA_H
 #define LIBSPACERSV_QUOTA_H

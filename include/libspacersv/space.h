@@ -56,11 +56,17 @@ extern "C" {
  * @retval -EDEADLK a flushing mode used from inside a flush callback
  * @retval other the error set by srsv_ctx_set_error()
  * @note Thread-safe.  With ::SRSV_RESERVE_NOWAIT it never blocks.
- * @note A blocking call may run the engine's flush callback (in this
- * thread for priority modes and in ::SRSV_CTX_MANUAL mode, in a library
- * thread otherwise) and waits until it frees space: never call it while
- * holding a lock your flush callback takes, or the two wait for each
- * other for ever (use ::SRSV_NO_FLUSH or ::SRSV_RESERVE_NOWAIT there).
+ * @warning A blocking call may run the engine's flush callback (in this
+ *          thread for priority modes and in ::SRSV_CTX_MANUAL mode, in a
+ *          library thread otherwise) and waits until it frees space: never
+ *          call it with a flushing mode while holding a lock of the
+ *          engine's that its flush callback takes, or the two wait for
+ *          each other for ever.  The library cannot see engine locks (it
+ *          answers -EDEADLK only to a call made from inside a callback).
+ *          Reserve before taking such a lock, as btrfs reserves when it
+ *          starts a transaction, before it locks any tree block; under the
+ *          lock, use ::SRSV_NO_FLUSH or ::SRSV_RESERVE_NOWAIT, which never
+ *          wait.
  */
 SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
 		       enum srsv_flush mode, unsigned flags);
@@ -80,6 +86,11 @@ SRSV_MUST_CHECK int srsv_space_reserve(struct srsv_space *space, uint64_t bytes,
  *         @p timeout_ns 0: it would have had to wait; nothing was queued)
  * @retval 0 and the other errors as srsv_space_reserve()
  * @note Thread-safe.
+ * @warning As srsv_space_reserve(): never with a flushing mode while
+ *          holding an engine lock the flush callback takes.  The timeout
+ *          turns that deadlock into -ETIMEDOUT at best; with a priority
+ *          mode, or in ::SRSV_CTX_MANUAL mode, the callback runs in this
+ *          thread and the lock is held.
  */
 SRSV_MUST_CHECK int srsv_space_reserve_timeout(struct srsv_space *space, uint64_t bytes,
 			       enum srsv_flush mode, unsigned flags,
@@ -143,6 +154,10 @@ SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ti
  * calls return the same result.  Unlike the srsv_space_reserve() family,
  * it must not race srsv_ctx_destroy(): call srsv_ctx_shutdown() (which
  * ends every ticket), let the waits return, then destroy.
+ * @warning As srsv_space_reserve(): never wait (@p timeout_ns not 0)
+ *          while holding an engine lock the flush callback takes.  For a
+ *          priority mode, and in ::SRSV_CTX_MANUAL mode, the callback runs
+ *          in this thread.
  */
 SRSV_MUST_CHECK int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeout_ns);
 

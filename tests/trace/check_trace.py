@@ -299,6 +299,54 @@ def check_quota(events, sc):
           'charge used, free used, in order (%s)' % evs)
 
 
+def check_nowait(events, sc, mod):
+    """The reserve events of the NOWAIT scenario, and what the report
+    makes of them."""
+    ctx, b = sc['ctx'], sc['bytes']
+    print('# nowait: ctx %#x' % ctx)
+    res = [(e['flags'], e['bytes'], e['ret'])
+           for e in of(events, ctx, 'reserve', pool='metadata')]
+    want = [(1, b, 0), (0, 63 * b, 0), (1, b, -errno.EAGAIN),
+            (1, b, -errno.EAGAIN), (0, b, -errno.ENOSPC)]
+    check(res == want, 'nowait: reserve events carry the NOWAIT flag and '
+          'the answers (%s)' % res)
+    rep = mod.analyse(mod.select(events, ctx=ctx))
+    got = {k: dict(v) for k, v in rep['nowait'].items()}
+    check(got == {('metadata', 'NO_FLUSH'): {'granted': 1, '-EAGAIN': 2}},
+          'report: NOWAIT summary counts 1 granted, 2 refused, and not '
+          'the calls without the flag (%s)' % got)
+    check(rep['nowait_refused_bytes'][('metadata', 'NO_FLUSH')] == 2 * b,
+          'report: NOWAIT refused bytes (%d)'
+          % rep['nowait_refused_bytes'][('metadata', 'NO_FLUSH')])
+    text = '\n'.join(mod.format_refusals(rep))
+    row = [ln for ln in text.splitlines()
+           if ln.split()[:2] == ['metadata', 'NO_FLUSH']]
+    check(len(row) == 1 and row[0].split()[2:7] ==
+          ['3', '1', '2', '0', '66.7%'],
+          'report: the NOWAIT row reads calls 3, granted 1, -EAGAIN 2, '
+          'other 0, 66.7%% refused (%s)' % row)
+
+
+def check_quota_report(events, sc, mod):
+    """The quota refusals as the report summarises them."""
+    qid = sc['id']
+    rep = mod.analyse(events)
+    got = dict(rep['quota'].get((qid, 'data'), {}))
+    check(got == {'granted': 1, '-EDQUOT': 1, '-EAGAIN': 1},
+          'report: quota summary of tenant %d: 1 granted, 1 -EDQUOT, '
+          '1 -EAGAIN (NOWAIT) (%s)' % (qid, got))
+    check(rep['quota_refused_bytes'][(qid, 'data')] == 4 * MIB,
+          'report: quota refused bytes (%d)'
+          % rep['quota_refused_bytes'][(qid, 'data')])
+    text = '\n'.join(mod.format_refusals(rep))
+    row = [ln for ln in text.splitlines()
+           if ln.split()[:2] == [str(qid), 'data']]
+    check(len(row) == 1 and row[0].split()[2:8] ==
+          ['3', '1', '1', '1', '0', '66.7%'],
+          'report: the quota row reads calls 3, granted 1, -EDQUOT 1, '
+          '-EAGAIN 1, other 0, 66.7%% refused (%s)' % row)
+
+
 def check_zoned(events, sc):
     g1, g2 = sc['g1'], sc['g2']
     print('# zoned: groups %#x %#x' % (g1, g2))
@@ -411,6 +459,24 @@ def check_report_tool(report_path, mod, events, trace):
             print('# matplotlib not importable: --plot not exercised')
 
 
+def check_lean(mod, trace, events):
+    """Counting the counter events instead of building them (what the
+    report does without --plot) changes no figure of the report, with
+    every reader."""
+    full = mod.format_report(mod.analyse(events))
+    backends = ['ctf', 'text'] + (['bt2'] if mod.have_bt2() else [])
+    for backend in backends:
+        lean, _ = mod.load_events(trace, backend, skip=mod.LEAN_SKIP)
+        n = sum(1 for e in events if e['name'] == 'counter')
+        check(n > 0 and lean.skipped['counter'] == n and
+              not any(e['name'] == 'counter' for e in lean),
+              'lean %s reader: %d counter events counted, none built'
+              % (backend, lean.skipped['counter']))
+        text = mod.format_report(mod.analyse(lean))
+        check(text == full, 'lean %s reader: the same report as with every '
+              'event built' % backend)
+
+
 def have_module(name):
     return importlib.util.find_spec(name) is not None
 
@@ -437,6 +503,12 @@ def main():
     events, _ = mod.load_events(args.trace, 'text')
     check(events.discarded == 0, 'the tracer discarded no event (%d)'
           % events.discarded)
+    if not args.scenario_checks_only:
+        ev_ctf, _ = mod.load_events(args.trace, 'ctf')
+        check(ev_ctf == events and ev_ctf.discarded == events.discarded,
+              'the CTF reader and the babeltrace2 text fallback read the '
+              'same events (%d and %d)' % (len(ev_ctf), len(events)))
+        check_lean(mod, args.trace, events)
     if args.scenario_checks_only:
         pass
     elif mod.have_bt2():
@@ -452,7 +524,7 @@ def main():
     check_common(events, sc['PID'])
     S, P = sc['SCENARIO'], sc['SNAPSHOT']
     for name in ('granted', 'burst', 'refused', 'timeout', 'preempt',
-                 'fail_all', 'rsv'):
+                 'fail_all', 'rsv', 'nowait'):
         check(name in S, 'scenario %s ran' % name)
     if 'granted' in S:
         check_granted(events, S['granted'])
@@ -468,11 +540,15 @@ def main():
         check_fail_all(events, S['fail_all'], P['fail_all'])
     if 'rsv' in S:
         check_rsv(events, S['rsv'])
+    if 'nowait' in S and not args.scenario_checks_only:
+        check_nowait(events, S['nowait'], mod)
     check('bgroup' in S, 'scenario bgroup ran')
     if 'bgroup' in S:
         check_bgroup(events, S['bgroup'])
     if 'quota' in S:
         check_quota(events, S['quota'])
+        if not args.scenario_checks_only:
+            check_quota_report(events, S['quota'], mod)
     else:
         print('# quota scenario not built (no quota API yet)')
     if 'zoned' in S:

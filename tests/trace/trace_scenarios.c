@@ -359,11 +359,38 @@ static void scenario_rsv(void)
 	CHECK_RC(srsv_rsv_destroy(&r), 0);
 }
 
+/*
+ * nowait: a NOWAIT reservation that fits is granted; once the pool is
+ * full, two NOWAIT reservations are refused with -EAGAIN (never -ENOSPC),
+ * and a NO_FLUSH one without the flag gets -ENOSPC.  Expected: reserve
+ * events with flags 0x1: one ret 0, two ret -EAGAIN (1 MiB each); one
+ * with flags 0 and -ENOSPC.
+ */
+static void scenario_nowait(void)
+{
+	static struct engine e;
+	struct srsv_ctx *ctx = make_ctx(&e, SRSV_CTX_NO_PREEMPT, 64 * MIB);
+	struct srsv_space *md = srsv_ctx_space(ctx, SRSV_POOL_METADATA);
+
+	CHECK(md != NULL);
+	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH,
+				    SRSV_RESERVE_NOWAIT), 0);
+	CHECK_RC(srsv_space_reserve(md, 63 * MIB, SRSV_NO_FLUSH, 0), 0);
+	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH,
+				    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH,
+				    SRSV_RESERVE_NOWAIT), -EAGAIN);
+	CHECK_RC(srsv_space_reserve(md, MIB, SRSV_NO_FLUSH, 0), -ENOSPC);
+	CHECK_RC(srsv_space_release(md, 64 * MIB), 0);
+	printf("SCENARIO nowait ctx=%#" PRIxPTR " bytes=%" PRIu64 "\n",
+	       (uintptr_t)ctx, MIB);
+}
+
 #if SRSV_TEST_HAVE_QUOTA
 /*
  * quota: tenant 4242 with a 2 MiB limit: 1 MiB of data is granted, 2 MiB
- * more is refused with -EDQUOT (NOFLUSH), 512 KiB are given back, the
- * other 512 KiB are written (used) and then deleted.
+ * more is refused with -EDQUOT (NOFLUSH) and, NOWAIT, with -EAGAIN, 512 KiB
+ * are given back, the other 512 KiB are written (used) and then deleted.
  */
 static void scenario_quota(void)
 {
@@ -375,6 +402,8 @@ static void scenario_quota(void)
 	CHECK_RC(srsv_quota_reserve(q, SRSV_QUOTA_DATA, MIB, 0), 0);
 	CHECK_RC(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 2 * MIB,
 				    SRSV_QUOTA_NOFLUSH), -EDQUOT);
+	CHECK_RC(srsv_quota_reserve(q, SRSV_QUOTA_DATA, 2 * MIB,
+				    SRSV_RESERVE_NOWAIT), -EAGAIN);
 	CHECK_RC(srsv_quota_release(q, SRSV_QUOTA_DATA, MIB / 2), 0);
 	CHECK_RC(srsv_quota_charge_used(q, MIB / 2), 0);
 	CHECK_RC(srsv_quota_free_used(q, MIB / 2), 0);
@@ -469,6 +498,7 @@ int main(void)
 	scenario_preempt();
 	scenario_fail_all();
 	scenario_rsv();
+	scenario_nowait();
 	scenario_bgroup();
 #if SRSV_TEST_HAVE_QUOTA
 	scenario_quota();
