@@ -30,6 +30,9 @@
  *                    [--pool-kib N] [--flush-us N] [--require-wait]
  * Exit status: 0 when every check passed, 1 otherwise.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* clock_gettime(), pwrite() under -std=c11 too */
+#endif
 #include <errno.h>
 #include <getopt.h>
 #include <fcntl.h>

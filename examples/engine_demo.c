@@ -40,6 +40,9 @@
  * Usage: engine_demo [--seconds N] [--threads N] [--no-preempt]
  *                    [--dir DIR] [--seed N] [--quiet]
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* clock_gettime(), pwrite() under -std=c11 too */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

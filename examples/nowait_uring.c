@@ -23,6 +23,9 @@
  *                     [--punt-all | --psync | --async | --blocking]
  *                     [--wait-eventfd]
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* liburing's sigset_t, O_DIRECT */
+#endif
 #include <getopt.h>
 
 #include "nowait_uring.h"

@@ -86,6 +86,12 @@
 #ifndef NOWAIT_URING_H
 #define NOWAIT_URING_H
 
+/* liburing's sigset_t and O_DIRECT need it; it must come before the first
+ * system header of the including file, which should define it too. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1031,8 +1037,10 @@ static bool nu_probe_kernel_nowait(struct io_uring *ring, const char *dir,
 	int fd, res = -EINVAL;
 	bool ok = false;
 
-	snprintf(path, sizeof(path), "%s/probe", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (snprintf(path, sizeof(path), "%s/probe", dir) >= (int)sizeof(path))
+		fd = -1;	/* too long: no probe, kernel NOWAIT off */
+	else
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	/* As the data file: preallocated (see nu_run()). */
 	if (fd >= 0)
 		nu_prealloc(fd, NU_BLOCK);
@@ -1253,7 +1261,11 @@ static int nu_run(const struct nu_config *cfg, struct nu_stats *stats)
 		snprintf(stats->fs_note, sizeof(stats->fs_note), "off");
 		break;
 	}
-	snprintf(path, sizeof(path), "%s/data", dir);
+	if (snprintf(path, sizeof(path), "%s/data", dir) >=
+	    (int)sizeof(path)) {
+		ret = -ENAMETOOLONG;
+		goto out;
+	}
 	e.fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (e.fd < 0) {
 		ret = -errno;

@@ -261,6 +261,9 @@ static int delalloc_reserve(struct srsv_ctx *ctx, struct srsv_quota *quota,
 	if (nowait && (srsv__pending_for(data, SRSV_NO_FLUSH) ||
 		       srsv__pending_for(meta_space(ctx), SRSV_NO_FLUSH))) {
 		ret = srsv__nowait_refused(data, SRSV_NOWAIT_SPACE);
+		/* The refusal a trace shows, as the data reservation's. */
+		srsv__trace_reserve(data, bytes, mode_table[mode].data_mode,
+				    mode_table[mode].space_flags, ret);
 		goto fail;
 	}
 
@@ -513,24 +516,26 @@ SRSV__EXPORT int srsv_delalloc_reserve_async(struct srsv_async *q,
 	ret = srsv_delalloc_meta_cost(ctx, bytes, &extents, &meta);
 	if (ret)
 		return ret;
+	/* The order of srsv_delalloc_reserve(): data space, quota, then
+	 * metadata (docs/quota.md). */
 	data = data_space(ctx);
+	ret = srsv_space_reserve(data, bytes, SRSV_NO_FLUSH, nowait);
+	if (ret)
+		return -EAGAIN;
 	if (quota) {
 		quota_bytes[SRSV_QUOTA_DATA] = bytes;
 		quota_bytes[SRSV_QUOTA_META_PREALLOC] = meta;
 		ret = srsv__quota_reserve_kinds(quota, quota_bytes, nowait);
-		if (ret)
-			return -EAGAIN;
-	}
-	ret = srsv_space_reserve(data, bytes, SRSV_NO_FLUSH, nowait);
-	if (ret) {
-		ret = -EAGAIN;
-		goto undo_quota;
+		if (ret) {
+			ret = -EAGAIN;
+			goto undo_data;
+		}
 	}
 	ret = srsv_ticket_reserve_async(q, meta_space(ctx), ticket, meta,
 					SRSV_FLUSH_ALL, 0, UINT64_MAX, NULL,
 					NULL);
 	if (ret && ret != -EINPROGRESS)
-		goto undo_data;
+		goto undo_quota;
 	resv->ctx = ctx;
 	record(resv, quota, bytes, meta, extents, quota_bytes,
 	       DELALLOC_PENDING_MAGIC);
@@ -539,8 +544,6 @@ SRSV__EXPORT int srsv_delalloc_reserve_async(struct srsv_async *q,
 	/* Granted at once after all (room appeared since the NOWAIT try). */
 	return srsv_delalloc_complete(resv, ticket);
 
-undo_data:
-	srsv__space_release_nowait(data, bytes);
 undo_quota:
 	/* Cannot fail: we hold these quota bytes. */
 	if (quota) {
@@ -550,6 +553,8 @@ undo_quota:
 						 SRSV_QUOTA_META_PREALLOC,
 						 meta));
 	}
+undo_data:
+	srsv__space_release_nowait(data, bytes);
 	memset(resv, 0, sizeof(*resv));
 	return ret;
 }

@@ -1592,7 +1592,7 @@ STATE_LETTERS = {
     'DELAYED_REFS': 'R', 'DELALLOC': 'd', 'DELALLOC_WAIT': 'w',
     'DELALLOC_FULL': 'D', 'ALLOC_CHUNK': 'a', 'ALLOC_CHUNK_FORCE': 'A',
     'RUN_DELAYED_IPUTS': 'P', 'COMMIT_TRANS': 'C', 'RESET_ZONES': 'z',
-    'RECLAIM_ZONES': 'Z'}
+    'RECLAIM_ZONES': 'Z', 'RECLAIM_CHUNKS': 'c'}
 
 
 def _queued_at(hist, times, ts):
@@ -1657,7 +1657,7 @@ def _state_order(state):
     order = ('DELAYED_ITEMS_NR', 'DELAYED_ITEMS', 'DELAYED_REFS_NR',
              'DELAYED_REFS', 'DELALLOC', 'DELALLOC_WAIT', 'DELALLOC_FULL',
              'ALLOC_CHUNK', 'ALLOC_CHUNK_FORCE', 'RUN_DELAYED_IPUTS',
-             'COMMIT_TRANS', 'RESET_ZONES', 'RECLAIM_ZONES')
+             'COMMIT_TRANS', 'RESET_ZONES', 'RECLAIM_ZONES', 'RECLAIM_CHUNKS')
     return order.index(state) if state in order else 100 + hash(state) % 100
 
 

@@ -97,6 +97,7 @@ LTTNG_UST_TRACEPOINT_ENUM(spacersv, flush_state,
 		lttng_ust_field_enum_value("COMMIT_TRANS", 11)
 		lttng_ust_field_enum_value("RESET_ZONES", 12)
 		lttng_ust_field_enum_value("RECLAIM_ZONES", 13)
+		lttng_ust_field_enum_value("RECLAIM_CHUNKS", 14)
 	)
 )
 

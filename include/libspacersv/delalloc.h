@@ -226,7 +226,7 @@ SRSV_MUST_CHECK int srsv_delalloc_meta_cost(const struct srsv_ctx *ctx, uint64_t
  * @retval -EINPROGRESS the metadata ticket is queued; once
  *         srsv_async_reap() returned @p ticket, call
  *         srsv_delalloc_complete()
- * @retval -EAGAIN the quota or the data cannot be had without blocking
+ * @retval -EAGAIN the data or the quota cannot be had without blocking
  *         (the caller retries where it may wait); nothing is held
  * @retval -EINVAL NULL argument, 0 bytes, a quota of another ctx, or as
  *         srsv_delalloc_reserve()
