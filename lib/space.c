@@ -232,6 +232,22 @@ SRSV__EXPORT int srsv_space_shrink(struct srsv_space *s, uint64_t bytes)
 	return ret;
 }
 
+/*
+ * Free bytes into @counter (readonly, used), refused without overcommit.
+ * Admission goes through may_use so that it is ordered with lock-free
+ * reservations: charge (claimed first), then move, then may_use down.
+ * Pool lock held, caches blocked.
+ */
+static int take_free(struct srsv_space *s, enum srsv__counter counter,
+		     uint64_t bytes)
+{
+	if (!srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT, NULL))
+		return -ENOSPC;
+	srsv__space_update(s, counter, (int64_t)bytes);
+	srsv__may_use_sub(s, bytes);
+	return 0;
+}
+
 SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 					 bool force)
 {
@@ -245,19 +261,10 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
 	srsv__cache_block(s);
-	if (force) {
+	if (force)
 		ret = srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
-	} else if (!srsv__space_try_charge(s, bytes,
-					   SRSV__CHARGE_NO_OVERCOMMIT, NULL)) {
-		/*
-		 * Admission goes through may_use so that it is ordered with
-		 * lock-free reservations: charge, then move to readonly.
-		 */
-		ret = -ENOSPC;
-	} else {
-		srsv__space_update(s, SRSV__READONLY, (int64_t)bytes);
-		srsv__may_use_sub(s, bytes);
-	}
+	else
+		ret = take_free(s, SRSV__READONLY, bytes);
 	srsv__cache_unblock(s);
 	srsv__unlock(&s->lock);
 	return ret;
@@ -265,7 +272,7 @@ SRSV__EXPORT int srsv_space_set_readonly(struct srsv_space *s, uint64_t bytes,
 
 SRSV__EXPORT int srsv_space_load_used(struct srsv_space *s, uint64_t bytes)
 {
-	int ret = -ENOSPC;
+	int ret;
 
 	if (!s)
 		return -EINVAL;
@@ -274,14 +281,8 @@ SRSV__EXPORT int srsv_space_load_used(struct srsv_space *s, uint64_t bytes)
 	srsv__lock(&s->lock);
 	/* No credit may hide in the caches while we decide (cache.c). */
 	srsv__cache_block(s);
-	/* As a reservation that becomes used at once, in the order every
-	 * move into claimed keeps: claimed first, then may_use down. */
-	if (srsv__space_try_charge(s, bytes, SRSV__CHARGE_NO_OVERCOMMIT,
-				   NULL)) {
-		srsv__space_update(s, SRSV__USED, (int64_t)bytes);
-		srsv__may_use_sub(s, bytes);
-		ret = 0;
-	}
+	/* As a reservation that becomes used at once. */
+	ret = take_free(s, SRSV__USED, bytes);
 	srsv__cache_unblock(s);
 	srsv__unlock(&s->lock);
 	return ret;
