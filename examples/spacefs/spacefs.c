@@ -85,14 +85,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* Unlinking an open file renames it to .fuse_hidden* until the last
 	 * close: the engine deletes files nobody has open. */
 	cfg->hard_remove = 0;
-	/* Keep the kernel's page cache across opens (FOPEN_KEEP_CACHE): every
-	 * change to the backing tree comes through this mount, so the cache
-	 * cannot go stale, and reads of a file opened again stay in the
-	 * kernel (dbench and fs_mark ran 1.1x to 2.4x faster with it). */
-	cfg->kernel_cache = 1;
-	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 1.0;
-	cfg->negative_timeout = 0;
+	/* The kernel's caches (entry_timeout, attr_timeout, kernel_cache)
+	 * are set in main(), before the user's options. */
 	/* Writes must reach us synchronously, or ENOSPC and EDQUOT could
 	 * not be returned to the writer. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -174,13 +168,63 @@ static int op_chown(const char *path, uid_t uid, gid_t gid,
 	return is_control(path) ? -EPERM : sfs_chown(g_fs, path, uid, gid);
 }
 
+/* The caller is in group @gid: its own or one of its supplementary
+ * groups (fuse_getgroups() reads them from /proc). */
+static bool caller_in_group(gid_t gid)
+{
+	const struct fuse_context *ctx = fuse_get_context();
+	gid_t groups[64];
+	int n;
+
+	if (ctx->gid == gid)
+		return true;
+	n = fuse_getgroups(64, groups);
+	for (int i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * A change to a file's contents by a caller without CAP_FSETID (here: not
+ * root) drops its setuid bit, and its setgid bit if the file is group-
+ * executable or the caller is not in its group: the kernel's
+ * setattr_should_drop_suidgid(), which file_modified() applies to writes,
+ * truncates and fallocates.  Through FUSE the kernel drops setgid only on
+ * a group-executable file, and the daemon, as root, keeps both bits on the
+ * backing file: so fallocate (and a hole punch) by a user who is not in
+ * the file's group left a setgid file setgid.  Truncate is treated the
+ * same way.  @f: the open file, if the operation has one.
+ */
+static int drop_suid_sgid(const char *path, struct sfs_file *f)
+{
+	const struct fuse_context *ctx = fuse_get_context();
+	mode_t kill = 0;
+	struct stat st;
+	int ret;
+
+	if (!ctx || ctx->uid == 0)
+		return 0;
+	ret = f ? sfs_fgetattr(g_fs, f, &st) : sfs_getattr(g_fs, path, &st);
+	if (ret || !S_ISREG(st.st_mode))
+		return ret;
+	if (st.st_mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((st.st_mode & S_ISGID) &&
+	    ((st.st_mode & S_IXGRP) || !caller_in_group(st.st_gid)))
+		kill |= S_ISGID;
+	return kill ? sfs_chmod(g_fs, path, (st.st_mode & 07777) & ~kill) : 0;
+}
+
 static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
+	struct sfs_file *f = fi && handle_of(fi) ? handle_of(fi)->file : NULL;
+	int ret;
+
 	if (is_control(path))
 		return 0;	/* "echo sync > .spacefs" truncates first */
-	if (fi && handle_of(fi) && handle_of(fi)->file)
-		return sfs_ftruncate(g_fs, handle_of(fi)->file, size);
-	return sfs_truncate(g_fs, path, size);
+	ret = f ? sfs_ftruncate(g_fs, f, size) : sfs_truncate(g_fs, path, size);
+	return ret ? ret : drop_suid_sgid(path, f);
 }
 
 static int op_utimens(const char *path, const struct timespec ts[2],
@@ -322,11 +366,12 @@ static int op_fallocate(const char *path, int mode, off_t off, off_t len,
 			struct fuse_file_info *fi)
 {
 	struct handle *h = fi ? handle_of(fi) : NULL;
+	int ret;
 
-	(void)path;
 	if (!h || !h->file)
 		return -EOPNOTSUPP;	/* the control file */
-	return sfs_fallocate(g_fs, h->file, mode, off, len);
+	ret = sfs_fallocate(g_fs, h->file, mode, off, len);
+	return ret ? ret : drop_suid_sgid(path, h->file);
 }
 
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
@@ -715,6 +760,25 @@ int main(int argc, char **argv)
 	ret = 1;
 	/* The kernel checks permissions against the modes we report. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
+	/*
+	 * The kernel's caches, before the user's options so that those win
+	 * (-o attr_timeout=1,kernel_cache: the settings before these).
+	 * attr_timeout=0: with default_permissions the kernel checks access
+	 * against the attributes it holds, and libfuse's high-level API gives
+	 * each name of a hard-linked file its own node: after a chmod through
+	 * one name, the other's cached mode let a user read for up to
+	 * attr_timeout what it no longer may (fstests generic/378).  No
+	 * kernel_cache (FOPEN_KEEP_CACHE): an asynchronous O_DIRECT write does
+	 * not invalidate the page cache (fuse_direct_IO() leaves it to
+	 * completion, which does not), so a buffered reader that opened the
+	 * file again read stale pages (generic/451); open invalidates them
+	 * now.  libfuse's passthrough example keeps no cache either.  The
+	 * cost is measured in docs/spacefs.md, "fstests".  Dentries stay
+	 * cached for a second: every change to the tree comes through this
+	 * mount, and the kernel updates its dentries itself.
+	 */
+	fuse_opt_insert_arg(&args, 1,
+			    "-oattr_timeout=0,entry_timeout=1,negative_timeout=0");
 	fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
 	if (!fuse)
 		goto out_cmdline;
