@@ -119,6 +119,10 @@ struct sinode {
 					 * (and again once idle: see
 					 * sfs__close_idle()) */
 	_Atomic unsigned nr_open;	/* handles and callers using fd */
+	atomic_bool direct_io;		/* a descriptor was opened, or
+					 * wrote, with O_DIRECT: the kernel
+					 * keeps no page of it across opens
+					 * (sfs_keep_cache()) */
 	bool loaded;			/* size and bitmap read from backing */
 	uint64_t size;			/* in-memory i_size */
 	struct page **pht;		/* dirty pages, hashed by index */

@@ -1339,6 +1339,8 @@ static int new_file(struct sinode *n, int flags, struct sfs_file **out)
 		return -ENOMEM;
 	f->ino = n;
 	f->flags = flags;
+	if (flags & O_DIRECT)
+		atomic_store(&n->direct_io, true);
 	*out = f;
 	return 0;
 }
@@ -1420,6 +1422,36 @@ int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
 	if (ret)
 		sfs__iput(fs, n);
 	return ret;
+}
+
+void sfs_direct_io(struct sfs_file *f)
+{
+	atomic_store(&f->ino->direct_io, true);
+}
+
+/*
+ * Pages cached by the kernel stay right across opens as long as every
+ * change to the file's data goes through the kernel inode they belong to:
+ * buffered writes, mmap, truncate and fallocate do.  An asynchronous
+ * O_DIRECT write does not invalidate them (fuse_direct_IO() leaves that to
+ * its completion, which does not: fstests generic/451 read stale data),
+ * and a write through another name of a hard-linked file goes through that
+ * name's kernel inode (libfuse's high-level API gives each name its own).
+ * Files that ever saw O_DIRECT in this mount, and files with more than one
+ * link, get their pages dropped at every open instead.
+ */
+bool sfs_keep_cache(struct sfs *fs, struct sfs_file *f)
+{
+	struct stat st;
+	bool keep;
+
+	(void)fs;
+	if (atomic_load(&f->ino->direct_io))
+		return false;
+	pthread_rwlock_rdlock(&f->ino->lock);
+	keep = f->ino->fd >= 0 && !fstat(f->ino->fd, &st) && st.st_nlink == 1;
+	pthread_rwlock_unlock(&f->ino->lock);
+	return keep;
 }
 
 void sfs_release(struct sfs *fs, struct sfs_file *f)
