@@ -533,9 +533,11 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		}
 		if ((uint64_t)off + len > ino->size)
 			ino->size = (uint64_t)off + len;
-		/* A write changes mtime and ctime (file_update_time()). */
-		clock_gettime(CLOCK_REALTIME, &ino->mtime);
-		ino->ctime = ino->mtime;
+		/* The write's time is the file's mtime (file_update_time()):
+		 * writeback puts it back on the backing file.  The kernel's
+		 * coarse clock, which stamps the backing file's ctime at
+		 * writeback: mtime never ends up after ctime. */
+		clock_gettime(CLOCK_REALTIME_COARSE, &ino->mtime);
 		ino->times_set = true;
 		atomic_fetch_add(&fs->absorbed_pages, absorbed);
 	}

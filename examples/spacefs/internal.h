@@ -135,13 +135,11 @@ struct sinode {
 					 * PREALLOC extent (bmap.c) */
 	uint64_t nr_alloc;		/* allocated pages */
 	uint64_t nr_prealloc;		/* preallocated pages */
-	/* Times of the last buffered write, the file's own while times_set:
-	 * writeback moves the backing file's mtime and ctime, so it puts the
-	 * mtime back (futimens) and getattr shows these.  Operations that
-	 * change the backing inode afterwards move ctime here (chmod, link,
-	 * rename...) or, once the file has no dirty page, clear times_set
-	 * (truncate, fallocate, utimens: the backing's times are right). */
-	struct timespec mtime, ctime;
+	/* The time of the last buffered write (times_set): writeback moves
+	 * the backing file's mtime, and puts this one back.  Truncate,
+	 * fallocate and utimens, which leave no dirty page and set the
+	 * backing file's times themselves, clear times_set. */
+	struct timespec mtime;
 	bool times_set;
 
 	/* wb_lock */
