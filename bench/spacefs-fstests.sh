@@ -34,11 +34,11 @@
 #   --results FILE    also write the markdown table there
 #   --keep            keep the work directory (unmounted, images removed)
 #
-# FUSE in fstests (README.fuse): FSTYP=fuse, FUSE_SUBTYP=.spacefs or
-# .passthrough, and a mount helper mount.fuse.SUBTYPE that mount(8) runs
-# for `mount -t fuse.SUBTYPE DEV DIR -o source=BACKING,...`.  This script
-# installs its own two helpers in /sbin for the run (refusing to replace
-# helpers it did not write) and removes them on exit.  The helper (this
+# FUSE in fstests (README.fuse): FSTYP=fuse, FUSE_SUBTYP=.SUBTYPE, and a
+# mount helper mount.fuse.SUBTYPE that mount(8) runs for `mount -t
+# fuse.SUBTYPE DEV DIR -o source=BACKING,...`.  This script installs its
+# own helpers in /sbin for the run, named after the file system and the
+# run (mount.fuse.spacefs-RUN), and removes them on exit.  The helper (this
 # script, --mount-helper) maps TEST and SCRATCH onto their backing
 # directories, waits for the previous daemon of the same backing directory
 # to exit (the kernel does not wait for a /dev/fuse daemon at unmount:
@@ -327,6 +327,8 @@ done
 
 BASE=${SPACEFS_BENCH_DIR:-/var/tmp}
 WORK=$(mktemp -d "$BASE/spacefs-fstests.XXXXXX") || exit 1
+# The helpers' subtypes carry it: runs at once do not meet.
+RUNID=${WORK##*.}
 # The images of one file system at a time (TEST, SCRATCH, sized scratch
 # up to twice the size), plus a margin: never fill $BASE.
 avail=$(df -B1 --output=avail "$WORK" | tail -n 1 | tr -d ' ')
@@ -335,6 +337,9 @@ if [ "$avail" -lt $((SIZE * 4 + (2 << 30))) ]; then
 	die "$BASE has $avail bytes free, needs $((SIZE * 4 + (2 << 30))) (SPACEFS_BENCH_DIR)"
 fi
 mkdir -p "$WORK/img" "$WORK/state" "$WORK/logs" "$WORK/out" "$WORK/mnt"
+# The tests' other users (fsgqa) must reach the mount points: mktemp made
+# the directory 0700.
+chmod 0755 "$WORK" "$WORK/mnt"
 : >"$WORK/state/daemons"
 HELPERS=
 FSTESTS_RUN=$WORK/fstests
@@ -436,7 +441,7 @@ EOF
 # ---- mount helpers ----
 
 install_helper() {
-	local h=/sbin/mount.fuse.$1
+	local h=/sbin/mount.fuse.$1-$RUNID
 	if [ -e "$h" ] && ! grep -q "spacefs-fstests.sh" "$h"; then
 		die "$h exists and is not this script's helper: not replacing it"
 	fi
@@ -491,7 +496,7 @@ SCRATCH_BACK=$sb
 EOF
 		cat >"$cfg" <<EOF
 export FSTYP=fuse
-export FUSE_SUBTYP=.$fs
+export FUSE_SUBTYP=.$fs-$RUNID
 export TEST_DEV=$fs-test
 export TEST_DIR=$TEST_MNT
 export SCRATCH_DEV=$fs-scratch
