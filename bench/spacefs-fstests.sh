@@ -94,19 +94,31 @@ is_mount_flag() {
 	return 1
 }
 
-# wait_gone PIDFILE: wait (120 s at most) for the daemon it names to exit.
+# proc_start PID: when the process started (clock ticks after boot), the
+# other half of its identity: pids are reused within a run.
+proc_start() {
+	awk '{ print $22 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# alive PID START: that process, not a later one with its pid, runs (a
+# zombie is gone for our purposes).
+alive() {
+	local st
+	st=$(awk '{ print $3, $22 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st#* }" = "$2" ] && [ "${st% *}" != Z ]
+}
+
+# wait_gone PIDFILE: wait (120 s at most) for the daemon it names ("PID
+# START") to exit.
 wait_gone() {
-	local pid
+	local pid start
 	[ -f "$1" ] || return 0
-	pid=$(cat "$1")
+	read -r pid start <"$1"
 	for _ in $(seq 1200); do
-		[ -d "/proc/$pid" ] || break
-		# A zombie is gone for our purposes.
-		[ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+		alive "$pid" "$start" || break
 		sleep 0.1
 	done
-	if [ -d "/proc/$pid" ] &&
-	   [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+	if alive "$pid" "$start"; then
 		echo "spacefs-fstests: daemon $pid still running 120 s after its unmount" >&2
 		return 1
 	fi
@@ -146,7 +158,7 @@ image_size() {
 }
 
 mount_helper() {
-	local fs=$1 dev=$3 dir=$4 opt back="" cap="" rest="" pid log key
+	local fs=$1 dev=$3 dir=$4 opt back="" cap="" rest="" pid start log key off
 	WORK=$2
 	shift 4
 	# shellcheck source=/dev/null
@@ -172,6 +184,8 @@ mount_helper() {
 	key=$(key_of "$back")
 	wait_gone "$WORK/state/$key.pid" || exit 1
 	log=$WORK/logs/$fs.$(basename "$dev").log
+	# Where this daemon's lines start: the previous one's have ended.
+	off=$(stat -c %s "$log" 2>/dev/null || echo 0)
 	case $fs in
 	spacefs)
 		setsid "$SPACEFS" "$dir" -f -o "backing=$back,capacity=${cap:-$SIZE},fsname=$dev,log=$log$rest" \
@@ -183,11 +197,12 @@ mount_helper() {
 		pid=$! ;;
 	*) echo "mount.fuse.$fs: unknown file system" >&2; exit 1 ;;
 	esac
-	echo "$pid" >"$WORK/state/$key.pid"
-	echo "$pid $fs $dev $log" >>"$WORK/state/daemons"
+	start=$(proc_start "$pid")
+	echo "$pid $start" >"$WORK/state/$key.pid"
+	echo "$pid $start $fs $dev $log $off" >>"$WORK/state/daemons"
 	for _ in $(seq 200); do
 		mountpoint -q "$dir" && exit 0
-		[ -d "/proc/$pid" ] || break
+		alive "$pid" "$start" || break
 		sleep 0.1
 	done
 	echo "mount.fuse.$fs: $dev did not mount on $dir (see $log)" >&2
@@ -347,7 +362,7 @@ FSTESTS_RUN=$WORK/fstests
 CHECK_PID=
 
 cleanup() {
-	local m pid l
+	local m pid start l
 	trap - EXIT INT TERM
 	[ -n "$CHECK_PID" ] && kill -KILL -- "-$CHECK_PID" 2>/dev/null
 	# The daemons' mounts first, then the backing file systems, then
@@ -357,13 +372,12 @@ cleanup() {
 			umount -l "$m" 2>/dev/null
 	done
 	if [ -s "$WORK/state/daemons" ]; then
-		while read -r pid _; do
-			[ -d "/proc/$pid" ] || continue
+		while read -r pid start _; do
 			for _ in $(seq 100); do
-				[ -d "/proc/$pid" ] || break
+				alive "$pid" "$start" || break
 				sleep 0.1
 			done
-			kill -9 "$pid" 2>/dev/null
+			alive "$pid" "$start" && kill -9 "$pid" 2>/dev/null
 		done <"$WORK/state/daemons"
 	fi
 	for l in $(losetup -n -O NAME,BACK-FILE | awk -v w="$WORK/" 'index($2, w) == 1 { print $1 }'); do
@@ -520,42 +534,48 @@ unmount_fs() {
 
 # daemons_settle FS: every daemon of FS whose mount is gone has exited;
 # writes to $PROBLEMS the accounting failures of the spacefs daemons that
-# ended since the last call (one line each) and "still running" ones.
+# ended since the last call (one line each) and "still running" ones.  A
+# daemon is its pid and start time; the latest one of a device that is
+# mounted still serves it.
 DAEMONS_DONE=" "
 PROBLEMS=$WORK/state/problems
 daemons_settle() {
-	local fs=$1 pid dfs dev log
+	local fs=$1 pid start dfs dev log off
+	declare -A latest=()
 	: >"$PROBLEMS"
-	while read -r pid dfs dev log; do
+	while read -r pid start dfs dev log off; do
+		latest[$dev]="$pid:$start"
+	done <"$WORK/state/daemons"
+	while read -r pid start dfs dev log off; do
 		[ "$dfs" = "$fs" ] || continue
-		case $DAEMONS_DONE in *" $pid "*) continue ;; esac
-		# Still mounted: not ended.
-		if [ -d "/proc/$pid" ] && findmnt -rn -S "$dev" >/dev/null; then
+		case $DAEMONS_DONE in *" $pid:$start "*) continue ;; esac
+		if [ "${latest[$dev]}" = "$pid:$start" ] && alive "$pid" "$start" &&
+		   findmnt -rn -S "$dev" >/dev/null; then
 			continue
 		fi
 		for _ in $(seq 1200); do
-			[ -d "/proc/$pid" ] || break
-			[ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" = Z ] && break
+			alive "$pid" "$start" || break
 			sleep 0.1
 		done
-		if [ -d "/proc/$pid" ] &&
-		   [ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" != Z ]; then
+		if alive "$pid" "$start"; then
 			echo "$dev: daemon $pid still running 120 s after its unmount" >>"$PROBLEMS"
 			continue
 		fi
-		DAEMONS_DONE="$DAEMONS_DONE$pid "
+		DAEMONS_DONE="$DAEMONS_DONE$pid:$start "
 		[ "$fs" = spacefs ] || continue
-		# The lines of this daemon's unmount, and refused library
-		# calls (spacefs: FILE:LINE: call = -ERRNO).
-		awk -v p="$pid" -v dev="$dev" '
+		# This daemon's lines (from where it started): its unmount's
+		# accounting lines, and refused library calls (spacefs:
+		# FILE:LINE: call = -ERRNO) before its end.
+		tail -c +$((off + 1)) "$log" | awk -v p="$pid" -v dev="$dev" '
+			done { next }
 			$0 ~ "^spacefs: unmount of pid " p ": writing back" { seen = 1; next }
 			$0 ~ "^spacefs: unmount of pid " p ": done, status" { done = 1; status = $NF; next }
-			seen && !done && /^spacefs: accounting:/ { print dev ": " $0 }
+			seen && /^spacefs: accounting:/ { print dev ": " $0 }
 			/^spacefs: [a-z_]+\.c:[0-9]+: / { print dev ": " $0 }
 			END {
 				if (!done) print dev ": daemon " p " ended without its unmount check"
 				else if (status != 0) print dev ": daemon " p " unmount check status " status
-			}' "$log" >>"$PROBLEMS"
+			}' >>"$PROBLEMS"
 	done <"$WORK/state/daemons"
 }
 
