@@ -3,7 +3,8 @@
 #
 # Install the Debian 12 packages libspacersv needs, only those missing.
 #
-# usage: tools/install-deps.sh [--demo|--minimal] [--update] [--dry-run]
+# usage: tools/install-deps.sh [--demo|--minimal|--fstests] [--update]
+#                              [--dry-run]
 #   (default)  everything the full test suite and .ci/run use: build tools,
 #              Check, LTTng-UST + tools + babeltrace2 (trace suite), valgrind,
 #              gcovr, clang + its sanitizer/fuzzer runtime, liburing,
@@ -12,6 +13,8 @@
 #   --demo     only what building the library and the demo needs
 #              (tools/run-demo.sh)
 #   --minimal  only what building the library, examples and unit tests needs
+#   --fstests  the default set and what building and running fstests needs
+#              (bench/spacefs-fstests.sh; fstests itself is not a package)
 #   --update   run `apt-get update` even when nothing is missing (CI does, so
 #              that a stale package list cannot hide a broken install step)
 #   --dry-run  print what would be installed, change nothing
@@ -46,15 +49,20 @@ FULL="$FULL stress-ng dbench fsmark postmark sysbench sqlite3 rocksdb-tools git
 btrfs-progs e2fsprogs util-linux"
 # SPIN, for the models of tests/formal (the CI stage "formal").
 FULL="$FULL spin"
+# fstests' build and the tools its tests call (its README), for
+# bench/spacefs-fstests.sh, which CI does not run.
+FSTESTS="$FULL xfslibs-dev uuid-dev libtool-bin automake make libacl1-dev
+libaio-dev xfsprogs libgdbm-dev gawk attr quota acl bc libcap-dev"
 
 set_name=full update=false dry_run=false
 for arg in "$@"; do
 	case $arg in
 	--demo) set_name=demo ;;
 	--minimal) set_name=minimal ;;
+	--fstests) set_name=fstests ;;
 	--update) update=true ;;
 	--dry-run) dry_run=true ;;
-	-h|--help) sed -n '4,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '4,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--version)
 		sed -n "s/^  version: '\\([^']*\\)',\$/install-deps.sh (libspacersv) \\1/p" \
 			"$(dirname "$0")/../meson.build"
@@ -65,6 +73,7 @@ done
 case $set_name in
 demo) packages=$DEMO ;;
 minimal) packages=$MINIMAL ;;
+fstests) packages=$FSTESTS ;;
 *) packages=$FULL ;;
 esac
 

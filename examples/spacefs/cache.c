@@ -62,6 +62,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -370,6 +371,13 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		return 0;
 	if (off < 0 || (uint64_t)off + len < (uint64_t)off)
 		return -EINVAL;
+	/* The backing file system's largest file is ours: what cannot be
+	 * stored is refused now, not lost at writeback (the kernel's
+	 * generic_write_check_limits(): EFBIG at the limit, a short write
+	 * across it). */
+	if ((uint64_t)off >= fs->max_bytes)
+		return -EFBIG;
+	len = (size_t)sfs__min(len, fs->max_bytes - (uint64_t)off);
 	first = (uint64_t)off / SFS_PAGE;
 	last = ((uint64_t)off + len - 1) / SFS_PAGE;
 	atomic_fetch_add(&fs->writes, 1);
@@ -458,7 +466,7 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 
 	/* Page lock held; need == held.  Everything that can fail comes
 	 * before the first page enters the cache. */
-	ret = sfs__alloc_reserve(ino, last + 1);
+	ret = sfs__alloc_reserve(ino, first, last);
 	if (!ret && need) {
 		fresh = calloc(need, sizeof(*fresh));
 		ret = fresh ? 0 : -ENOMEM;
@@ -525,8 +533,12 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_file *f, const char *buf,
 		}
 		if ((uint64_t)off + len > ino->size)
 			ino->size = (uint64_t)off + len;
-		clock_gettime(CLOCK_REALTIME, &ino->mtime);
-		ino->mtime_set = true;
+		/* The write's time is the file's mtime (file_update_time()):
+		 * writeback puts it back on the backing file.  The kernel's
+		 * coarse clock, which stamps the backing file's ctime at
+		 * writeback: mtime never ends up after ctime. */
+		clock_gettime(CLOCK_REALTIME_COARSE, &ino->mtime);
+		ino->times_set = true;
 		atomic_fetch_add(&fs->absorbed_pages, absorbed);
 	}
 	free(fresh);
@@ -827,6 +839,17 @@ static uint64_t writeback_cluster(struct sfs *fs, struct extent **ev,
 			}
 		}
 		pthread_mutex_unlock(&fs->trans_lock);
+		/* pwrite() stamped the backing file with the time of the
+		 * writeback: give it back the time of the write, the file's
+		 * mtime (the kernel stamps the inode when it is written to,
+		 * not when its pages reach the disk). */
+		if (ino->times_set) {
+			const struct timespec ts[2] = {
+				{ .tv_nsec = UTIME_OMIT }, ino->mtime
+			};
+
+			futimens(ino->fd, ts);
+		}
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		page_remove(ino, pages[i]);

@@ -717,6 +717,43 @@ static uint64_t raise_nofile(void)
 	return rl.rlim_cur / 2 > 64 ? rl.rlim_cur / 2 : 64;
 }
 
+/* Without O_TMPFILE to probe with: ext4's limit with 4 KiB blocks, the
+ * smallest of the backing file systems docs/spacefs.md names. */
+#define FALLBACK_MAX_BYTES ((UINT64_C(1) << 44) - SFS_PAGE)
+
+/*
+ * The largest file the backing file system stores, its s_maxbytes, which
+ * no system call reports: the largest size an unlinked O_TMPFILE file can
+ * be truncated to (inode_newsize_ok() refuses more with EFBIG), found by
+ * bisection, at most the daemon's RLIMIT_FSIZE (past it a write would
+ * raise SIGXFSZ), rounded down to a page.  ext4 with 4 KiB blocks: 16 TiB
+ * - 4 KiB; xfs, btrfs and tmpfs: 8 EiB - 4 KiB.  Writes, truncates and
+ * fallocates past it are refused up front with EFBIG: accepted into the
+ * cache, such a write used to fail at writeback, its data lost.
+ */
+static uint64_t probe_max_bytes(int dirfd)
+{
+	uint64_t lo = 0, hi = INT64_MAX;	/* lo fits, past hi does not */
+	struct rlimit rl;
+	int fd;
+
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		hi = sfs__min(hi, rl.rlim_cur);
+	fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sfs__min(hi - hi % SFS_PAGE, FALLBACK_MAX_BYTES);
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+
+		if (!ftruncate(fd, (off_t)mid))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	close(fd);
+	return lo - lo % SFS_PAGE;
+}
+
 static void fs_free(struct sfs *fs)
 {
 	if (fs->ctx)
@@ -804,6 +841,7 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 			goto fail;
 		}
 	}
+	fs->max_bytes = probe_max_bytes(fs->dirfd);
 	if (cfg->trace_path) {
 		fs->trace = fopen(cfg->trace_path, "we");
 		if (!fs->trace) {
@@ -887,9 +925,9 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 	}
 	sfs__trace(fs, "mount capacity=%" PRIu64 " data=%" PRIu64 " meta=%"
 		   PRIu64 " unallocated=%" PRIu64 " used_pages=%" PRIu64
-		   " inodes=%" PRIu64 " preempt=%d", cfg->capacity, data_total,
-		   meta_total, fs->unallocated, data_pages, inodes,
-		   cfg->preempt);
+		   " inodes=%" PRIu64 " preempt=%d max_file_bytes=%" PRIu64,
+		   cfg->capacity, data_total, meta_total, fs->unallocated,
+		   data_pages, inodes, cfg->preempt, fs->max_bytes);
 	*out = fs;
 	return 0;
 fail:
@@ -1154,6 +1192,7 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("capacity", fs->cfg.capacity);
 	S("unallocated", srsv_ctx_unallocated(fs->ctx));
 	S("cache_bytes", fs->cfg.cache_bytes);
+	S("max_file_bytes", fs->max_bytes);
 	S("dirty_bytes", atomic_load(&fs->dirty_bytes));
 	S("preempt", atomic_load(&fs->preempt));
 	S("commits", atomic_load(&fs->commits));
@@ -1187,7 +1226,10 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("engine.used_bytes", fs->used_pages * SFS_PAGE);
 	S("engine.leaves", fs->nr_leaves);
 	S("engine.inodes", fs->nr_inode_items);
+	S("engine.map_blocks", atomic_load(&fs->map_blocks));
 	S("backing_fds", atomic_load(&fs->nr_fds));
+	S("fd_reclaims", atomic_load(&fs->fd_reclaims));
+	S("fd_emfile", atomic_load(&fs->fd_emfile));
 	pthread_mutex_unlock(&fs->trans_lock);
 	SFS_MUST(srsv_rsv_get_info(srsv_ctx_rsv(fs->ctx, SRSV_RSV_DELALLOC), &dl));
 	S("rsv.delalloc", dl.reserved);

@@ -60,6 +60,17 @@ struct sfs_runs {
 	bool linked;
 };
 
+struct bmap_block;
+
+/* A file's allocation map (bmap.c): a hash of blocks of 512 pages, so
+ * that its memory follows the pages the file has, not its offsets. */
+struct sfs_bmap {
+	struct bmap_block **tab;	/* buckets */
+	size_t size;			/* buckets, power of two */
+	size_t nr;			/* blocks */
+	_Atomic uint64_t *total;	/* the mount's count of blocks */
+};
+
 /* A page of the write-back cache: always a full image of the file's page
  * (partial writes read the rest from the backing file first). */
 struct page {
@@ -108,21 +119,28 @@ struct sinode {
 					 * (and again once idle: see
 					 * sfs__close_idle()) */
 	_Atomic unsigned nr_open;	/* handles and callers using fd */
+	atomic_bool direct_io;		/* a descriptor was opened, or
+					 * wrote, with O_DIRECT: the kernel
+					 * keeps no page of it across opens
+					 * (sfs_keep_cache()) */
 	bool loaded;			/* size and bitmap read from backing */
 	uint64_t size;			/* in-memory i_size */
 	struct page **pht;		/* dirty pages, hashed by index */
 	size_t pht_size;		/* buckets, power of two */
 	size_t nr_pages;		/* dirty pages */
-	uint64_t *alloc;		/* allocated pages (bitmap) */
-	uint64_t *prealloc;		/* of those, preallocated and never
+	struct sfs_bmap bmap;		/* allocated pages and, of those,
+					 * the preallocated ones never
 					 * written (fallocate): written in
 					 * place, as btrfs writes into a
-					 * PREALLOC extent (same capacity) */
-	uint64_t alloc_bits;		/* bitmap capacity in pages */
+					 * PREALLOC extent (bmap.c) */
 	uint64_t nr_alloc;		/* allocated pages */
 	uint64_t nr_prealloc;		/* preallocated pages */
-	struct timespec mtime;		/* last write, shown until written */
-	bool mtime_set;
+	/* The time of the last buffered write (times_set): writeback moves
+	 * the backing file's mtime, and puts this one back.  Truncate,
+	 * fallocate and utimens, which leave no dirty page and set the
+	 * backing file's times themselves, clear times_set. */
+	struct timespec mtime;
+	bool times_set;
 
 	/* wb_lock */
 	unsigned nr_extents;		/* extents not finished yet */
@@ -173,6 +191,9 @@ struct tenant {
 struct sfs {
 	struct sfs_config cfg;
 	int dirfd;			/* backing root */
+	uint64_t max_bytes;		/* largest file (s_maxbytes): the
+					 * backing file system's, probed at
+					 * mount */
 	struct srsv_ctx *ctx;
 	struct srsv_space *data, *meta;
 	struct srsv_rsv *delops;
@@ -232,9 +253,12 @@ struct sfs {
 	uint64_t t0_ns;
 
 	/* backing descriptors: one per inode in use, closed when idle */
+	_Atomic uint64_t map_blocks;	/* allocation map blocks (bmap.c) */
 	_Atomic uint64_t nr_fds;
 	uint64_t fd_budget;		/* nr_fds that starts closing idle ones */
 	pthread_mutex_t fd_reclaim_lock;
+	_Atomic uint64_t fd_reclaims;	/* reclaims done */
+	_Atomic uint64_t fd_emfile;	/* opens that got EMFILE / ENFILE */
 
 	/* statistics */
 	_Atomic uint64_t writes, written, enospc, edquot, eagain;
@@ -325,31 +349,40 @@ void sfs__punch_cache(struct sfs *fs, struct sinode *ino, uint64_t first,
  * ino->lock. */
 uint64_t sfs__delalloc_pages(const struct sinode *ino);
 
+/* ---- bmap.c: allocation maps (caller holds ino->lock) ---- */
+bool sfs__alloc_test(const struct sinode *ino, uint64_t page);
+/* Make the map hold pages [first, last] (-ENOMEM), so that writeback never
+ * has to allocate memory after the data is on disk.  The range is a
+ * write's, or pages whose space was reserved: bounded by the capacity. */
+int sfs__alloc_reserve(struct sinode *ino, uint64_t first, uint64_t last);
+int sfs__alloc_set(struct sinode *ino, uint64_t page);
+/* Clear the allocated pages of [first, last]; returns how many were. */
+uint64_t sfs__alloc_clear_range(struct sinode *ino, uint64_t first,
+				uint64_t last);
+/* Allocated pages of [first, last]. */
+uint64_t sfs__alloc_count_range(struct sinode *ino, uint64_t first,
+				uint64_t last);
+/* One past the highest allocated page; 0 if none. */
+uint64_t sfs__alloc_end(const struct sinode *ino);
+/* Preallocated (fallocate, never written) pages: a subset of the
+ * allocated ones (setting one that is not allocated does nothing). */
+bool sfs__prealloc_test(const struct sinode *ino, uint64_t page);
+void sfs__prealloc_set(struct sinode *ino, uint64_t page);
+void sfs__prealloc_clear(struct sinode *ino, uint64_t page);
+void sfs__bmap_free(struct sinode *ino);
+
 /* ---- ns.c ---- */
 struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,
 			 bool is_reg, bool leaf_exists);
 struct sinode *sfs__ilookup(struct sfs *fs, uint64_t ino);
 void sfs__iput(struct sfs *fs, struct sinode *ino);
 void sfs__iget_ref(struct sinode *ino);
-/* Read size and allocation bitmap from the backing file; caller holds
+/* Read size and allocation map from the backing file; caller holds
  * ino->lock for writing and ino->fd is open. */
 int sfs__load_locked(struct sinode *ino);
-bool sfs__alloc_test(const struct sinode *ino, uint64_t page);
-/* Make the bitmap hold @pages bits, so that writeback never has to
- * allocate memory after the data is on disk. */
-int sfs__alloc_reserve(struct sinode *ino, uint64_t pages);
-int sfs__alloc_set(struct sinode *ino, uint64_t page);
-void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
-			   uint64_t *cleared);
-/* Clear the allocated pages of [first, last]; returns how many were. */
-uint64_t sfs__alloc_clear_range(struct sinode *ino, uint64_t first,
-				uint64_t last);
-/* Preallocated (fallocate, never written) pages. */
-bool sfs__prealloc_test(const struct sinode *ino, uint64_t page);
-void sfs__prealloc_clear(struct sinode *ino, uint64_t page);
 /* Count the allocated pages of an open file, past EOF too (FIEMAP; SEEK_DATA
  * / SEEK_HOLE up to @size where the file system has no FIEMAP); with @fill,
- * set them in its bitmap, unwritten extents as preallocated. */
+ * set them in its map, unwritten extents as preallocated. */
 int sfs__count_alloc(int fd, uint64_t size, uint64_t *pages,
 		     struct sinode *fill);
 int sfs__scan(struct sfs *fs, uint64_t *data_pages, uint64_t *inodes,

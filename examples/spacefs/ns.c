@@ -91,97 +91,6 @@ static void parent_of(const char *path, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-/* ---- allocation bitmap ---- */
-
-bool sfs__alloc_test(const struct sinode *ino, uint64_t page)
-{
-	return page < ino->alloc_bits &&
-	       (ino->alloc[page / 64] >> (page % 64) & 1);
-}
-
-int sfs__alloc_reserve(struct sinode *ino, uint64_t pages)
-{
-	uint64_t words, old_words, bits;
-	uint64_t *n;
-
-	if (pages <= ino->alloc_bits)
-		return 0;
-	bits = sfs__max(pages, ino->alloc_bits * 2);
-	words = (bits + 63) / 64;
-	old_words = ino->alloc_bits / 64;
-	n = realloc(ino->prealloc, words * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	memset(n + old_words, 0, (words - old_words) * sizeof(*n));
-	ino->prealloc = n;
-	n = realloc(ino->alloc, words * sizeof(*n));
-	if (!n)
-		return -ENOMEM;	/* the larger prealloc map is harmless */
-	memset(n + old_words, 0, (words - old_words) * sizeof(*n));
-	ino->alloc = n;
-	ino->alloc_bits = words * 64;
-	return 0;
-}
-
-int sfs__alloc_set(struct sinode *ino, uint64_t page)
-{
-	int ret = sfs__alloc_reserve(ino, page + 1);
-
-	if (ret)
-		return ret;
-	if (!sfs__alloc_test(ino, page)) {
-		ino->alloc[page / 64] |= UINT64_C(1) << (page % 64);
-		ino->nr_alloc++;
-	}
-	return 0;
-}
-
-bool sfs__prealloc_test(const struct sinode *ino, uint64_t page)
-{
-	return page < ino->alloc_bits &&
-	       (ino->prealloc[page / 64] >> (page % 64) & 1);
-}
-
-/* Mark an allocated page preallocated (bitmap already large enough). */
-static void prealloc_set(struct sinode *ino, uint64_t page)
-{
-	if (!sfs__prealloc_test(ino, page)) {
-		ino->prealloc[page / 64] |= UINT64_C(1) << (page % 64);
-		ino->nr_prealloc++;
-	}
-}
-
-void sfs__prealloc_clear(struct sinode *ino, uint64_t page)
-{
-	if (sfs__prealloc_test(ino, page)) {
-		ino->prealloc[page / 64] &= ~(UINT64_C(1) << (page % 64));
-		ino->nr_prealloc--;
-	}
-}
-
-uint64_t sfs__alloc_clear_range(struct sinode *ino, uint64_t first,
-				uint64_t last)
-{
-	uint64_t n = 0;
-
-	for (uint64_t p = first; p <= last && p < ino->alloc_bits; p++) {
-		if (sfs__alloc_test(ino, p)) {
-			ino->alloc[p / 64] &= ~(UINT64_C(1) << (p % 64));
-			sfs__prealloc_clear(ino, p);
-			n++;
-		}
-	}
-	ino->nr_alloc -= n;
-	return n;
-}
-
-void sfs__alloc_clear_from(struct sinode *ino, uint64_t page,
-			   uint64_t *cleared)
-{
-	*cleared = ino->alloc_bits ?
-		   sfs__alloc_clear_range(ino, page, ino->alloc_bits - 1) : 0;
-}
-
 /* Mark pages [first, end) allocated (and preallocated if @unwritten). */
 static int mark_pages(struct sinode *fill, uint64_t first, uint64_t end,
 		      bool unwritten)
@@ -190,7 +99,7 @@ static int mark_pages(struct sinode *fill, uint64_t first, uint64_t end,
 		if (sfs__alloc_set(fill, p))
 			return -ENOMEM;
 		if (unwritten)
-			prealloc_set(fill, p);
+			sfs__prealloc_set(fill, p);
 	}
 	return 0;
 }
@@ -316,6 +225,10 @@ static uint64_t clear_freed(struct sinode *n, uint64_t first, uint64_t end,
 {
 	struct hole_arg h = { n, first, 0 };
 
+	/* Nothing past the last allocated page to clear. */
+	end = sfs__min(end, sfs__alloc_end(n));
+	if (end <= first)
+		return 0;
 	if (fiemap_pages(n->fd, first, end, hole_run, &h))
 		return all ? sfs__alloc_clear_range(n, first, end - 1) : 0;
 	if (end > h.next)
@@ -375,9 +288,7 @@ int sfs__load_locked(struct sinode *ino)
 	if (fstat(ino->fd, &st))
 		return -errno;
 	ino->size = (uint64_t)st.st_size;
-	ret = sfs__alloc_reserve(ino, ino->size / SFS_PAGE + 1);
-	if (!ret)
-		ret = sfs__count_alloc(ino->fd, ino->size, &pages, ino);
+	ret = sfs__count_alloc(ino->fd, ino->size, &pages, ino);
 	if (ret)
 		return ret;
 	ino->loaded = true;
@@ -470,6 +381,7 @@ struct sinode *sfs__iget(struct sfs *fs, uint64_t ino, int tenant,
 	n->is_reg = is_reg;
 	n->fd = -1;
 	n->leaf_exists = leaf_exists;
+	n->bmap.total = &fs->map_blocks;
 	pthread_mutex_init(&n->wlock, NULL);
 	pthread_rwlock_init(&n->lock, NULL);
 	n->hnext = fs->itable[ino_slot(ino, fs->itable_size)];
@@ -487,8 +399,7 @@ static void ifree(struct sfs *fs, struct sinode *n)
 	}
 	sfs__free_pages(n);
 	sfs__chunks_forget(fs, n);
-	free(n->alloc);
-	free(n->prealloc);
+	sfs__bmap_free(n);
 	pthread_mutex_destroy(&n->wlock);
 	pthread_rwlock_destroy(&n->lock);
 	free(n);
@@ -559,35 +470,62 @@ static int parent_iget(struct sfs *fs, const char *path, struct sinode **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-/* Too many backing descriptors, or the open just failed with EMFILE:
- * write everything back, commit and close the idle ones (one thread at a
- * time; the others go on).  No lock held. */
+/*
+ * Too many backing descriptors (@force: an open just failed with EMFILE or
+ * ENFILE): write everything back, commit and close the idle ones.  Past
+ * the budget one thread reclaims and the others go on (the budget is half
+ * the limit: they have the other half).  Out of descriptors, an opener
+ * waits for the reclaim in flight, if any, and retries once it is done,
+ * or reclaims itself: only try-locking here left concurrent copiers with
+ * EMFILE while another thread was still committing (two cp -r of 300
+ * files under a 256-descriptor limit failed 329 opens).  No lock held.
+ */
 static void fd_reclaim(struct sfs *fs, bool force)
 {
-	uint64_t closed;
+	uint64_t closed, gen;
 
 	if (!force && atomic_load(&fs->nr_fds) <= fs->fd_budget)
 		return;
-	if (pthread_mutex_trylock(&fs->fd_reclaim_lock))
-		return;
+	gen = atomic_load(&fs->fd_reclaims);
+	if (!force) {
+		if (pthread_mutex_trylock(&fs->fd_reclaim_lock))
+			return;
+	} else {
+		pthread_mutex_lock(&fs->fd_reclaim_lock);
+		if (atomic_load(&fs->fd_reclaims) != gen) {
+			/* One ended while we waited: its room is ours. */
+			pthread_mutex_unlock(&fs->fd_reclaim_lock);
+			return;
+		}
+	}
 	sfs_sync(fs);
 	closed = sfs__close_idle(fs);
-	sfs__trace(fs, "fd_reclaim closed=%" PRIu64 " open=%" PRIu64, closed,
-		   (uint64_t)atomic_load(&fs->nr_fds));
+	atomic_fetch_add(&fs->fd_reclaims, 1);
+	sfs__trace(fs, "fd_reclaim closed=%" PRIu64 " open=%" PRIu64 " force=%d",
+		   closed, (uint64_t)atomic_load(&fs->nr_fds), force);
 	pthread_mutex_unlock(&fs->fd_reclaim_lock);
 }
 
-/* openat() that makes room once when the process is out of descriptors. */
+/* Attempts of an open that keeps failing with EMFILE: each one follows a
+ * reclaim (ours or another thread's), so more mean a descriptor leak or a
+ * limit below what the open handles alone need. */
+#define FD_RECLAIM_TRIES 8
+
+/* openat() under the backing root that makes room when the process is out
+ * of descriptors; counted in nr_fds unless O_DIRECTORY (readdir's). */
 static int open_backing(struct sfs *fs, const char *path, int flags,
 			mode_t mode)
 {
-	int fd = openat(fs->dirfd, rel(path), flags, mode);
+	int fd = -1;
 
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-		fd_reclaim(fs, true);
+	for (int i = 0; i < FD_RECLAIM_TRIES; i++) {
 		fd = openat(fs->dirfd, rel(path), flags, mode);
+		if (fd >= 0 || (errno != EMFILE && errno != ENFILE))
+			break;
+		atomic_fetch_add(&fs->fd_emfile, 1);
+		fd_reclaim(fs, true);
 	}
-	if (fd >= 0)
+	if (fd >= 0 && !(flags & O_DIRECTORY))
 		atomic_fetch_add(&fs->nr_fds, 1);
 	return fd;
 }
@@ -693,8 +631,7 @@ static void inode_delete(struct sfs *fs, struct sinode *n)
 	if (n->is_reg) {
 		sfs__drop_inode_cache(fs, n);
 		pthread_rwlock_wrlock(&n->lock);
-		if (n->alloc_bits)
-			sfs__alloc_clear_from(n, 0, &pages);
+		pages = sfs__alloc_clear_range(n, 0, UINT64_MAX);
 		pthread_mutex_lock(&fs->trans_lock);
 		pages_freed_locked(fs, n, pages);
 		pthread_mutex_unlock(&fs->trans_lock);
@@ -706,9 +643,38 @@ static void inode_delete(struct sfs *fs, struct sinode *n)
 
 /* ---- namespace operations ---- */
 
+/*
+ * A file's attributes are read after its dirty pages are written back, as
+ * NFS's nfs_getattr() writes back first.  Writeback moves the backing
+ * file's ctime (and its mtime, which writeback puts back: cache.c), so a
+ * ctime read while pages were dirty would change under a reader who
+ * changed nothing, at the writeback or across a remount (fstests
+ * generic/003), and a ctime kept apart from the backing file's would not
+ * survive the remount.  Afterwards the backing file's times are the
+ * file's: a write moved mtime and ctime (080, 215, 423), and nothing moves
+ * them again until the next change.  Only files with dirty pages pay; a
+ * reader waits for a writer of the file (its wlock).  Returns true if the
+ * file had dirty pages.
+ */
+static bool getattr_writeback(struct sfs *fs, struct sinode *n)
+{
+	bool dirty;
+
+	pthread_rwlock_rdlock(&n->lock);
+	dirty = n->loaded && n->nr_pages;
+	pthread_rwlock_unlock(&n->lock);
+	if (!dirty)
+		return false;
+	pthread_mutex_lock(&n->wlock);
+	sfs__writeback_inode(fs, n);
+	pthread_mutex_unlock(&n->wlock);
+	return true;
+}
+
 int sfs_getattr(struct sfs *fs, const char *path, struct stat *st)
 {
 	struct sinode *n;
+	int ret = 0;
 
 	if (fstatat(fs->dirfd, rel(path), st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
@@ -717,24 +683,27 @@ int sfs_getattr(struct sfs *fs, const char *path, struct stat *st)
 	n = sfs__ilookup(fs, (uint64_t)st->st_ino);
 	if (!n)
 		return 0;
+	if (getattr_writeback(fs, n) &&
+	    fstatat(fs->dirfd, rel(path), st, AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
 	pthread_rwlock_rdlock(&n->lock);
-	if (n->loaded) {
+	if (!ret && n->loaded) {
+		/* Pages dirtied since: a size not written yet, blocks not
+		 * allocated yet (ext4 and btrfs count delalloc too). */
 		st->st_size = (off_t)n->size;
 		st->st_blocks += (blkcnt_t)(sfs__delalloc_pages(n) *
 					    (SFS_PAGE / 512));
-		if (n->mtime_set)
-			st->st_mtim = n->mtime;
 	}
 	pthread_rwlock_unlock(&n->lock);
 	sfs__iput(fs, n);
-	return 0;
+	return ret;
 }
 
 int sfs_fgetattr(struct sfs *fs, struct sfs_file *f, struct stat *st)
 {
 	struct sinode *n = f->ino;
 
-	(void)fs;
+	getattr_writeback(fs, n);
 	pthread_rwlock_rdlock(&n->lock);
 	if (fstat(n->fd, st)) {
 		int err = errno;
@@ -744,8 +713,6 @@ int sfs_fgetattr(struct sfs *fs, struct sfs_file *f, struct stat *st)
 	}
 	st->st_size = (off_t)n->size;
 	st->st_blocks += (blkcnt_t)(sfs__delalloc_pages(n) * (SFS_PAGE / 512));
-	if (n->mtime_set)
-		st->st_mtim = n->mtime;
 	pthread_rwlock_unlock(&n->lock);
 	return 0;
 }
@@ -765,29 +732,36 @@ int sfs_readlink(struct sfs *fs, const char *path, char *buf, size_t size)
 
 int sfs_opendir(struct sfs *fs, const char *path)
 {
-	int fd = openat(fs->dirfd, rel(path),
-			O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open_backing(fs, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+			      0);
 
 	return fd < 0 ? -errno : fd;
 }
 
 /* The common tail of every creation: the new inode gets a leaf and the
- * parent's leaf is copied when the item is applied. */
+ * parent's leaf is copied when the item is applied.  Consumes the item
+ * the caller reserved (given back on failure). */
 static int created(struct sfs *fs, const char *path, struct sinode **out)
 {
 	struct sinode *n, *parent;
 	struct stat st;
 	int ret;
 
-	if (fstatat(fs->dirfd, rel(path), &st, AT_SYMLINK_NOFOLLOW))
-		return -errno;
+	if (fstatat(fs->dirfd, rel(path), &st, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+		sfs__item_unreserve(fs);
+		return ret;
+	}
 	n = sfs__iget(fs, (uint64_t)st.st_ino, path_tenant(fs, path),
 		      S_ISREG(st.st_mode), false);
-	if (!n)
+	if (!n) {
+		sfs__item_unreserve(fs);
 		return -ENOMEM;
+	}
 	ret = parent_iget(fs, path, &parent);
 	if (ret) {
 		sfs__iput(fs, n);
+		sfs__item_unreserve(fs);
 		return ret;
 	}
 	sfs__item_queue(fs, n, parent, NULL, NULL);
@@ -915,6 +889,17 @@ int sfs_rename(struct sfs *fs, const char *from, const char *to,
 	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL_STEAL);
 	if (ret)
 		return ret;
+	if (flags & RENAME_WHITEOUT) {
+		/* The whiteout the backing file system leaves at @from (a
+		 * character device 0:0, overlayfs's) is a new inode: one more
+		 * item, as mknod's.  Unaccounted, its deletion would free a
+		 * leaf nobody allocated. */
+		ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+		if (ret) {
+			sfs__item_unreserve(fs);
+			return ret;
+		}
+	}
 	ret = path_iget(fs, from, &st, &n);
 	if (!ret)
 		ret = parent_iget(fs, from, &pfrom);
@@ -934,12 +919,18 @@ int sfs_rename(struct sfs *fs, const char *from, const char *to,
 		ret = -errno;
 	if (ret) {
 		sfs__item_unreserve(fs);
+		if (flags & RENAME_WHITEOUT)
+			sfs__item_unreserve(fs);
 	} else {
 		bool gone = victim && (S_ISDIR(vst.st_mode) || vst.st_nlink <= 1);
 
 		if (gone)
 			inode_delete(fs, victim);
 		sfs__item_queue(fs, pfrom, pto, n, gone ? victim : NULL);
+		/* (A failure here gives its item back: the whiteout then
+		 * stays unaccounted, as after a crash.) */
+		if (flags & RENAME_WHITEOUT)
+			created(fs, from, NULL);
 	}
 	if (pinned)
 		unpin(victim);
@@ -970,10 +961,11 @@ int sfs_link(struct sfs *fs, const char *from, const char *to)
 		ret = parent_iget(fs, to, &parent);
 	if (!ret && linkat(fs->dirfd, rel(from), fs->dirfd, rel(to), 0))
 		ret = -errno;
-	if (ret)
+	if (ret) {
 		sfs__item_unreserve(fs);
-	else
+	} else {
 		sfs__item_queue(fs, parent, n, NULL, NULL);
+	}
 	if (n)
 		sfs__iput(fs, n);
 	if (parent)
@@ -1029,6 +1021,12 @@ int sfs_chown(struct sfs *fs, const char *path, uid_t uid, gid_t gid)
 	return ret;
 }
 
+/*
+ * utimens: the file's dirty pages are written back first (under its wlock,
+ * so no new ones come): writeback would otherwise stamp the backing file
+ * again after the new times are set (tar, cp -a and rsync set them after
+ * writing the data).  Then the backing file's times are the file's.
+ */
 int sfs_utimens(struct sfs *fs, const char *path, const struct timespec ts[2])
 {
 	struct sinode *n;
@@ -1037,23 +1035,30 @@ int sfs_utimens(struct sfs *fs, const char *path, const struct timespec ts[2])
 
 	if (ret)
 		return ret;
-	if (utimensat(fs->dirfd, rel(path), ts, AT_SYMLINK_NOFOLLOW)) {
-		ret = -errno;
-		sfs__item_unreserve(fs);
-		return ret;
-	}
 	ret = path_iget(fs, path, &st, &n);
 	if (ret) {
 		sfs__item_unreserve(fs);
 		return ret;
 	}
-	/* An explicit time replaces the one of the last buffered write. */
-	pthread_rwlock_wrlock(&n->lock);
-	n->mtime_set = false;
-	pthread_rwlock_unlock(&n->lock);
-	sfs__item_queue(fs, n, NULL, NULL, NULL);
+	if (n->is_reg) {
+		pthread_mutex_lock(&n->wlock);
+		sfs__writeback_inode(fs, n);
+	}
+	if (utimensat(fs->dirfd, rel(path), ts, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+	} else if (n->is_reg) {
+		pthread_rwlock_wrlock(&n->lock);
+		n->times_set = false;
+		pthread_rwlock_unlock(&n->lock);
+	}
+	if (n->is_reg)
+		pthread_mutex_unlock(&n->wlock);
+	if (ret)
+		sfs__item_unreserve(fs);
+	else
+		sfs__item_queue(fs, n, NULL, NULL, NULL);
 	sfs__iput(fs, n);
-	return 0;
+	return ret;
 }
 
 /*
@@ -1068,9 +1073,14 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 
 	if (size < 0)
 		return -EINVAL;
+	if ((uint64_t)size > fs->max_bytes)
+		return -EFBIG;	/* inode_newsize_ok() */
 	pthread_mutex_lock(&n->wlock);
 	sfs__writeback_inode(fs, n);
-	ret = sfs__item_reserve(fs, SRSV_FLUSH_ALL);
+	/* A truncate that frees space must work on a full file system, as
+	 * unlink (writers are excluded: n->size is stable under wlock). */
+	ret = sfs__item_reserve(fs, (uint64_t)size < n->size ?
+				    SRSV_FLUSH_ALL_STEAL : SRSV_FLUSH_ALL);
 	if (ret) {
 		pthread_mutex_unlock(&n->wlock);
 		return ret;
@@ -1083,10 +1093,12 @@ static int truncate_inode(struct sfs *fs, struct sinode *n, off_t size)
 		sfs__item_unreserve(fs);
 		return ret;
 	}
-	if (n->alloc_bits)
-		cut = clear_freed(n, ((uint64_t)size + SFS_PAGE - 1) / SFS_PAGE,
-				  n->alloc_bits, (uint64_t)size < n->size);
+	cut = clear_freed(n, ((uint64_t)size + SFS_PAGE - 1) / SFS_PAGE,
+			  UINT64_MAX, (uint64_t)size < n->size);
 	n->size = (uint64_t)size;
+	/* No dirty page is left and ftruncate() moved the backing file's
+	 * mtime and ctime: they are the file's. */
+	n->times_set = false;
 	pthread_mutex_lock(&fs->trans_lock);
 	pages_freed_locked(fs, n, cut);
 	pthread_mutex_unlock(&fs->trans_lock);
@@ -1164,13 +1176,11 @@ static int prealloc_range(struct sfs *fs, struct sinode *n, int mode,
 
 	sfs__writeback_inode(fs, n);
 	pthread_rwlock_wrlock(&n->lock);
-	ret = sfs__alloc_reserve(n, last + 1);
-	for (uint64_t p = first; !ret && p <= last; p++)
-		missing += !sfs__alloc_test(n, p);
+	/* The range may be far larger than the file system (a sparse
+	 * preallocation): count what it has, not every page of it. */
+	missing = last - first + 1 - sfs__alloc_count_range(n, first, last);
 	grow = !(mode & FALLOC_FL_KEEP_SIZE) && end > n->size;
 	pthread_rwlock_unlock(&n->lock);
-	if (ret)
-		return ret;
 	if (missing) {
 		ret = srsv_delalloc_reserve(fs->ctx, q, missing * SFS_PAGE,
 					    SRSV_DELALLOC_NORMAL, &resv);
@@ -1192,8 +1202,13 @@ static int prealloc_range(struct sfs *fs, struct sinode *n, int mode,
 	} else {
 		return 0;	/* every block is there already */
 	}
-	if (fallocate(n->fd, mode, off, len)) {
-		ret = -errno;
+	/* The map's memory for the new pages, before anything changes: the
+	 * reservation bounds the range by the free space now. */
+	pthread_rwlock_wrlock(&n->lock);
+	ret = missing ? sfs__alloc_reserve(n, first, last) : 0;
+	pthread_rwlock_unlock(&n->lock);
+	if (ret || fallocate(n->fd, mode, off, len)) {
+		ret = ret ? ret : -errno;
 		if (missing)
 			SFS_MUST(srsv_delalloc_release(&resv));
 		if (item)
@@ -1205,7 +1220,7 @@ static int prealloc_range(struct sfs *fs, struct sinode *n, int mode,
 	for (uint64_t p = first; missing && p <= last; p++) {
 		if (!sfs__alloc_test(n, p)) {
 			sfs__alloc_set(n, p);	/* reserved above */
-			prealloc_set(n, p);
+			sfs__prealloc_set(n, p);
 			fresh++;
 		}
 	}
@@ -1228,6 +1243,9 @@ static int prealloc_range(struct sfs *fs, struct sinode *n, int mode,
 	pthread_mutex_unlock(&fs->trans_lock);
 	if (grow)
 		n->size = sfs__max(n->size, end);
+	/* No dirty page (written back above); the backing file's times are
+	 * the file's. */
+	n->times_set = false;
 	pthread_rwlock_unlock(&n->lock);
 	if (item)
 		sfs__item_queue(fs, n, NULL, NULL, NULL);
@@ -1276,6 +1294,7 @@ static int punch_range(struct sfs *fs, struct sinode *n, off_t off, off_t len)
 	}
 	if (full_end > full_first)
 		cut = clear_freed(n, full_first, full_end, true);
+	n->times_set = false;	/* no dirty page: the backing's are right */
 	pthread_mutex_lock(&fs->trans_lock);
 	if (cut) {
 		pages_freed_locked(fs, n, cut);
@@ -1301,8 +1320,8 @@ int sfs_fallocate(struct sfs *fs, struct sfs_file *f, int mode, off_t off,
 		return -EOPNOTSUPP;
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	if (off > INT64_MAX - len)
-		return -EFBIG;
+	if (off > INT64_MAX - len || (uint64_t)(off + len) > fs->max_bytes)
+		return -EFBIG;	/* vfs_fallocate()'s s_maxbytes check */
 	if (!n->is_reg)
 		return -ENODEV;
 	pthread_mutex_lock(&n->wlock);
@@ -1327,6 +1346,8 @@ static int new_file(struct sinode *n, int flags, struct sfs_file **out)
 		return -ENOMEM;
 	f->ino = n;
 	f->flags = flags;
+	if (flags & O_DIRECT)
+		atomic_store(&n->direct_io, true);
 	*out = f;
 	return 0;
 }
@@ -1344,6 +1365,14 @@ int sfs_open(struct sfs *fs, const char *path, int flags,
 		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	if (!ret) {
 		ret = ensure_open(fs, n, path);
+		/* FUSE_CAP_ATOMIC_O_TRUNC (libfuse turns it on): the kernel
+		 * passes O_TRUNC on and truncates nothing itself, so open
+		 * must, or a file rewritten in place keeps its old tail. */
+		if (!ret && (flags & O_TRUNC)) {
+			ret = truncate_inode(fs, n, 0);
+			if (ret)
+				unpin(n);
+		}
 		if (!ret) {
 			ret = new_file(n, flags, out);
 			if (ret)
@@ -1400,6 +1429,36 @@ int sfs_create(struct sfs *fs, const char *path, mode_t mode, int flags,
 	if (ret)
 		sfs__iput(fs, n);
 	return ret;
+}
+
+void sfs_direct_io(struct sfs_file *f)
+{
+	atomic_store(&f->ino->direct_io, true);
+}
+
+/*
+ * Pages cached by the kernel stay right across opens as long as every
+ * change to the file's data goes through the kernel inode they belong to:
+ * buffered writes, mmap, truncate and fallocate do.  An asynchronous
+ * O_DIRECT write does not invalidate them (fuse_direct_IO() leaves that to
+ * its completion, which does not: fstests generic/451 read stale data),
+ * and a write through another name of a hard-linked file goes through that
+ * name's kernel inode (libfuse's high-level API gives each name its own).
+ * Files that ever saw O_DIRECT in this mount, and files with more than one
+ * link, get their pages dropped at every open instead.
+ */
+bool sfs_keep_cache(struct sfs *fs, struct sfs_file *f)
+{
+	struct stat st;
+	bool keep;
+
+	(void)fs;
+	if (atomic_load(&f->ino->direct_io))
+		return false;
+	pthread_rwlock_rdlock(&f->ino->lock);
+	keep = f->ino->fd >= 0 && !fstat(f->ino->fd, &st) && st.st_nlink == 1;
+	pthread_rwlock_unlock(&f->ino->lock);
+	return keep;
 }
 
 void sfs_release(struct sfs *fs, struct sfs_file *f)

@@ -3,7 +3,7 @@
  * spacefs: a FUSE file system whose space accounting is libspacersv.
  *
  *   spacefs MOUNTPOINT -o backing=DIR[,capacity=1G][,meta=16M][,cache=64M]
- *           [,preempt=0|1][,commit=SECS][,tenant=NAME:SIZE]...[,trace=FILE]
+ *           [,preempt=0|1][,keep_cache=0|1][,commit=SECS][,tenant=NAME:SIZE]...[,trace=FILE]
  *           [,log=FILE] [-f] [-s] [-d]
  *   spacefs --unmount MOUNTPOINT
  *
@@ -49,6 +49,7 @@
 
 #include <libspacersv/spacersv.h>
 
+#include "links.h"
 #include "spacefs.h"
 
 /* Inode number shown for the control file: far above what a backing file
@@ -59,6 +60,9 @@
 #define MAX_WRITE (1024 * 1024)
 
 static struct sfs *g_fs;
+/* keep_cache=1 (the default): pages cached across opens where they cannot
+ * be stale (sfs_keep_cache()); 0: dropped at every open. */
+static bool g_keep_cache = true;
 /* log=FILE, made absolute before fuse_daemonize() changes directory. */
 static char *g_log_path;
 
@@ -85,14 +89,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* Unlinking an open file renames it to .fuse_hidden* until the last
 	 * close: the engine deletes files nobody has open. */
 	cfg->hard_remove = 0;
-	/* Keep the kernel's page cache across opens (FOPEN_KEEP_CACHE): every
-	 * change to the backing tree comes through this mount, so the cache
-	 * cannot go stale, and reads of a file opened again stay in the
-	 * kernel (dbench and fs_mark ran 1.1x to 2.4x faster with it). */
-	cfg->kernel_cache = 1;
-	cfg->entry_timeout = 1.0;
-	cfg->attr_timeout = 1.0;
-	cfg->negative_timeout = 0;
+	/* The kernel's caches (entry_timeout, attr_timeout, kernel_cache)
+	 * are set in main(), before the user's options. */
 	/* Writes must reach us synchronously, or ENOSPC and EDQUOT could
 	 * not be returned to the writer. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -103,6 +101,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static int op_getattr(const char *path, struct stat *st,
 		      struct fuse_file_info *fi)
 {
+	int ret;
+
 	if (is_control(path)) {
 		memset(st, 0, sizeof(*st));
 		st->st_ino = CONTROL_INO;
@@ -113,8 +113,26 @@ static int op_getattr(const char *path, struct stat *st,
 		return 0;
 	}
 	if (fi && handle_of(fi) && handle_of(fi)->file)
-		return sfs_fgetattr(g_fs, handle_of(fi)->file, st);
-	return sfs_getattr(g_fs, path, st);
+		ret = sfs_fgetattr(g_fs, handle_of(fi)->file, st);
+	else
+		ret = sfs_getattr(g_fs, path, st);
+	/* Every name the kernel learns passes here (lookups too). */
+	if (!ret && path && S_ISREG(st->st_mode) && st->st_nlink > 1)
+		links_seen((uint64_t)st->st_ino, path);
+	return ret;
+}
+
+/* After a change to the attributes of @path's inode: if it has other
+ * names, the kernel drops what it caches of them (links.c). */
+static void attrs_changed(const char *path)
+{
+	struct stat st;
+
+	if (!sfs_getattr(g_fs, path, &st) && S_ISREG(st.st_mode) &&
+	    st.st_nlink > 1) {
+		links_seen((uint64_t)st.st_ino, path);
+		links_changed((uint64_t)st.st_ino, path);
+	}
 }
 
 static int op_readlink(const char *path, char *buf, size_t size)
@@ -134,7 +152,21 @@ static int op_mkdir(const char *path, mode_t mode)
 
 static int op_unlink(const char *path)
 {
-	return is_control(path) ? -EPERM : sfs_unlink(g_fs, path);
+	struct stat st;
+	bool linked;
+	int ret;
+
+	if (is_control(path))
+		return -EPERM;
+	linked = !sfs_getattr(g_fs, path, &st) && S_ISREG(st.st_mode) &&
+		 st.st_nlink > 1;
+	ret = sfs_unlink(g_fs, path);
+	if (!ret) {
+		links_forget(path);
+		if (linked)	/* one link fewer for the other names */
+			links_changed((uint64_t)st.st_ino, NULL);
+	}
+	return ret;
 }
 
 static int op_rmdir(const char *path)
@@ -149,45 +181,148 @@ static int op_symlink(const char *target, const char *path)
 
 static int op_rename(const char *from, const char *to, unsigned int flags)
 {
+	struct stat victim;
+	bool linked;
+	int ret;
+
 	if (is_control(from) || is_control(to))
 		return -EPERM;
-	return sfs_rename(g_fs, from, to, flags);
+	linked = !(flags & RENAME_EXCHANGE) && !sfs_getattr(g_fs, to, &victim) &&
+		 S_ISREG(victim.st_mode) && victim.st_nlink > 1;
+	ret = sfs_rename(g_fs, from, to, flags);
+	if (!ret) {
+		links_renamed(from, to, flags & RENAME_EXCHANGE);
+		if (linked)
+			links_changed((uint64_t)victim.st_ino, NULL);
+	}
+	return ret;
 }
 
 static int op_link(const char *from, const char *to)
 {
+	struct stat st;
+	int ret;
+
 	if (is_control(from) || is_control(to))
 		return -EPERM;
-	return sfs_link(g_fs, from, to);
+	ret = sfs_link(g_fs, from, to);
+	if (!ret && !sfs_getattr(g_fs, to, &st)) {
+		links_seen((uint64_t)st.st_ino, from);
+		links_seen((uint64_t)st.st_ino, to);
+		links_changed((uint64_t)st.st_ino, to);	/* nlink */
+	}
+	return ret;
 }
 
 static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
+	int ret;
+
 	(void)fi;
-	return is_control(path) ? -EPERM : sfs_chmod(g_fs, path, mode);
+	if (is_control(path))
+		return -EPERM;
+	ret = sfs_chmod(g_fs, path, mode);
+	if (!ret)
+		attrs_changed(path);
+	return ret;
 }
 
 static int op_chown(const char *path, uid_t uid, gid_t gid,
 		    struct fuse_file_info *fi)
 {
+	int ret;
+
 	(void)fi;
-	return is_control(path) ? -EPERM : sfs_chown(g_fs, path, uid, gid);
+	if (is_control(path))
+		return -EPERM;
+	ret = sfs_chown(g_fs, path, uid, gid);
+	if (!ret)
+		attrs_changed(path);
+	return ret;
+}
+
+/* The caller is in group @gid: its own or one of its supplementary
+ * groups (fuse_getgroups() reads them from /proc). */
+static bool caller_in_group(gid_t gid)
+{
+	const struct fuse_context *ctx = fuse_get_context();
+	gid_t groups[64];
+	int n;
+
+	if (ctx->gid == gid)
+		return true;
+	n = fuse_getgroups(64, groups);
+	for (int i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * A change to a file's contents by a caller without CAP_FSETID (here: not
+ * root) drops its setuid bit, and its setgid bit if the file is group-
+ * executable or the caller is not in its group: the kernel's
+ * setattr_should_drop_suidgid(), which file_modified() applies to writes,
+ * truncates and fallocates.  Through FUSE the kernel drops setgid only on
+ * a group-executable file, and the daemon, as root, keeps both bits on the
+ * backing file: so fallocate (and a hole punch) by a user who is not in
+ * the file's group left a setgid file setgid.  Truncate is treated the
+ * same way.  @f: the open file, if the operation has one.
+ */
+static int drop_suid_sgid(const char *path, struct sfs_file *f)
+{
+	const struct fuse_context *ctx = fuse_get_context();
+	mode_t kill = 0;
+	struct stat st;
+	int ret;
+
+	if (!ctx || ctx->uid == 0)
+		return 0;
+	ret = f ? sfs_fgetattr(g_fs, f, &st) : sfs_getattr(g_fs, path, &st);
+	if (ret || !S_ISREG(st.st_mode))
+		return ret;
+	if (st.st_mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((st.st_mode & S_ISGID) &&
+	    ((st.st_mode & S_IXGRP) || !caller_in_group(st.st_gid)))
+		kill |= S_ISGID;
+	if (!kill)
+		return 0;
+	ret = sfs_chmod(g_fs, path, (st.st_mode & 07777) & ~kill);
+	/* The kernel did not send this chmod: the mode it caches for this
+	 * name (and the others, attrs_changed()) is stale. */
+	if (!ret)
+		fuse_invalidate_path(ctx->fuse, path);
+	return ret;
 }
 
 static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
+	struct sfs_file *f = fi && handle_of(fi) ? handle_of(fi)->file : NULL;
+	int ret;
+
 	if (is_control(path))
 		return 0;	/* "echo sync > .spacefs" truncates first */
-	if (fi && handle_of(fi) && handle_of(fi)->file)
-		return sfs_ftruncate(g_fs, handle_of(fi)->file, size);
-	return sfs_truncate(g_fs, path, size);
+	ret = f ? sfs_ftruncate(g_fs, f, size) : sfs_truncate(g_fs, path, size);
+	if (!ret)
+		ret = drop_suid_sgid(path, f);
+	if (!ret)
+		attrs_changed(path);
+	return ret;
 }
 
 static int op_utimens(const char *path, const struct timespec ts[2],
 		      struct fuse_file_info *fi)
 {
+	int ret;
+
 	(void)fi;
-	return is_control(path) ? 0 : sfs_utimens(g_fs, path, ts);
+	if (is_control(path))
+		return 0;
+	ret = sfs_utimens(g_fs, path, ts);
+	if (!ret)
+		attrs_changed(path);
+	return ret;
 }
 
 /* The daemon's own lines: its pid and log, which "spacefs --unmount"
@@ -223,6 +358,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	} else {
 		ret = sfs_open(g_fs, path, fi->flags, &h->file);
+		if (!ret && g_keep_cache)
+			fi->keep_cache = sfs_keep_cache(g_fs, h->file);
 	}
 	if (ret) {
 		free(h->snap);
@@ -248,6 +385,8 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		free(h);
 		return ret;
 	}
+	if (g_keep_cache)
+		fi->keep_cache = sfs_keep_cache(g_fs, h->file);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -280,6 +419,9 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 		ret = sfs_control(g_fs, buf, size);
 		return ret ? ret : (int)size;
 	}
+	/* The write's flags, not the open's: fcntl() may have set it. */
+	if (fi->flags & O_DIRECT)
+		sfs_direct_io(h->file);
 	return (int)sfs_write(g_fs, h->file, buf, size, off,
 			      (fi->flags & O_NONBLOCK) != 0);
 }
@@ -322,11 +464,16 @@ static int op_fallocate(const char *path, int mode, off_t off, off_t len,
 			struct fuse_file_info *fi)
 {
 	struct handle *h = fi ? handle_of(fi) : NULL;
+	int ret;
 
-	(void)path;
 	if (!h || !h->file)
 		return -EOPNOTSUPP;	/* the control file */
-	return sfs_fallocate(g_fs, h->file, mode, off, len);
+	ret = sfs_fallocate(g_fs, h->file, mode, off, len);
+	if (!ret)
+		ret = drop_suid_sgid(path, h->file);
+	if (!ret)
+		attrs_changed(path);
+	return ret;
 }
 
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
@@ -424,6 +571,7 @@ static const struct fuse_operations ops = {
 struct options {
 	char *backing, *capacity, *meta, *cache, *trace, *log;
 	int preempt;
+	int keep_cache;
 	int pace;
 	int commit;
 	int help;
@@ -442,6 +590,7 @@ static const struct fuse_opt spec[] = {
 	OPT("trace=%s", trace),
 	OPT("log=%s", log),
 	OPT("preempt=%d", preempt),
+	OPT("keep_cache=%d", keep_cache),
 	OPT("pace=%d", pace),
 	OPT("commit=%d", commit),
 	FUSE_OPT_KEY("tenant=", KEY_TENANT),
@@ -499,6 +648,8 @@ static void usage(const char *prog)
 	       "  -o meta=SIZE          initial metadata pool (default 16M)\n"
 	       "  -o cache=SIZE         write-back cache, dirty bytes (default 64M)\n"
 	       "  -o preempt=0|1        preemptive flushing (default 1)\n"
+	       "  -o keep_cache=0|1     keep the kernel's page cache across opens\n"
+	       "                        where it cannot be stale (default 1)\n"
 	       "  -o pace=PCT           pace metadata reservations from PCT%% of\n"
 	       "                        the pool's room (library pacing; default 0:\n"
 	       "                        off)\n"
@@ -526,6 +677,7 @@ static int parse_sizes(struct options *o, struct sfs_config *cfg)
 		return -1;
 	cfg->commit_interval = (unsigned)o->commit;
 	cfg->preempt = o->preempt != 0;
+	g_keep_cache = o->keep_cache != 0;
 	if (o->pace < 0 || o->pace > 99)
 		return -1;
 	cfg->pace_pct = (unsigned)o->pace;
@@ -686,6 +838,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	memset(&copts, 0, sizeof(copts));
 	o.preempt = 1;
+	o.keep_cache = 1;
 	o.commit = (int)cfg.commit_interval;
 	o.cfg = &cfg;
 	ret = 2;	/* bad usage until the arguments parse */
@@ -715,6 +868,28 @@ int main(int argc, char **argv)
 	ret = 1;
 	/* The kernel checks permissions against the modes we report. */
 	fuse_opt_add_arg(&args, "-odefault_permissions");
+	/*
+	 * The kernel's caches, before the user's options so that those win
+	 * (-o kernel_cache: the settings before these).
+	 *
+	 * No kernel_cache (FOPEN_KEEP_CACHE on every open): an asynchronous
+	 * O_DIRECT write does not invalidate the page cache (fuse_direct_IO()
+	 * leaves it to the completion, which does not), so a buffered reader
+	 * that opened the file again read stale pages (fstests generic/451).
+	 * op_open() keeps them only where they cannot be stale
+	 * (sfs_keep_cache(): no O_DIRECT, one link).  libfuse's auto_cache
+	 * (keep them if mtime and size did not change) still let stale pages
+	 * through with attributes cached.
+	 *
+	 * Attributes and dentries stay cached for a second: every change to
+	 * the tree comes through this mount, and the kernel updates its copy
+	 * itself, but for the other names of a hard-linked file, which
+	 * links.c invalidates (generic/378).  The passthrough example caches
+	 * no attribute (attr_timeout=0) instead: 10 to 16 times slower
+	 * stat()s here.  The costs are in docs/spacefs.md, "fstests".
+	 */
+	fuse_opt_insert_arg(&args, 1,
+			    "-oattr_timeout=1,entry_timeout=1,negative_timeout=0");
 	fuse = fuse_new(&args, &ops, sizeof(ops), NULL);
 	if (!fuse)
 		goto out_cmdline;
@@ -763,6 +938,7 @@ int main(int argc, char **argv)
 	ret = loop ? 1 : 0;
 out_fs:
 	fuse_unmount(fuse);
+	links_destroy();
 	status = unmount_report(use_syslog);
 	g_fs = NULL;
 	if (status)

@@ -148,6 +148,16 @@ int sfs_fallocate(struct sfs *fs, struct sfs_file *f, int mode, off_t off,
 		  off_t len);
 /** Write back the file's dirty pages and commit. */
 int sfs_fsync(struct sfs *fs, struct sfs_file *f);
+/** The file saw an O_DIRECT write (open flags changed with fcntl()): as an
+ *  O_DIRECT open, it makes sfs_keep_cache() false from now on. */
+void sfs_direct_io(struct sfs_file *f);
+/**
+ * Whether the kernel may keep the file's cached pages across this open
+ * (FOPEN_KEEP_CACHE): no descriptor of it was opened or wrote with
+ * O_DIRECT in this mount and it has one link, so that every change to its
+ * data went through the kernel inode that holds them.
+ */
+bool sfs_keep_cache(struct sfs *fs, struct sfs_file *f);
 
 /* ---- control ---- */
 /** Write back everything and commit. */

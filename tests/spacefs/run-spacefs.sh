@@ -32,6 +32,18 @@
 #              hole comes back in df and, after the commit, in the pools;
 #              other modes are EOPNOTSUPP; the pools equal the backing
 #              usage before and after a remount.
+#   semantics  what fstests found wrong, checked without fstests: open with
+#              O_TRUNC truncates; a write at 4 TiB leaves the daemon's
+#              memory alone, one at the largest file size is EFBIG, as is a
+#              truncate past it; a RENAME_WHITEOUT whiteout and its source
+#              deleted leave the accounting exact; a write moves ctime at
+#              once, a truncate moves mtime; after a chmod through one name
+#              of a hard-linked file another user cannot read it through
+#              the other name; buffered reads after asynchronous O_DIRECT
+#              writes see the new data; fallocate and a hole punch by
+#              another user drop setuid and setgid, root's keep them.
+#   descriptors the daemon under a 256-descriptor limit, two cp -r of 300
+#              files each within the mount: no EMFILE, equal copies.
 #   nowait     NOWAIT writes (RWF_NOWAIT where the kernel forwards it, the
 #              O_NONBLOCK descriptor where it does not) get EAGAIN, never
 #              ENOSPC or EDQUOT, when the cache is full, when the file system
@@ -44,7 +56,7 @@
 # every wait is bounded.
 set -u
 case ${1:-} in
--h|--help) sed -n '3,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '3,57p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --version)
 	sed -n "s/^  version: '\\([^']*\\)',\$/run-spacefs.sh (libspacersv) \\1/p" \
 		"$(dirname "$0")/../../meson.build"
@@ -107,10 +119,10 @@ fail() {
 }
 
 # mount_fs OPTIONS: start the daemon in the foreground, wait (10 s at most)
-# for the mount.
+# for the mount.  PRE: a command the daemon runs under (prlimit ...).
 mount_fs() {
 	# SPACEFS_WRAP: e.g. "valgrind --error-exitcode=9" (word-split).
-	${SPACEFS_WRAP:-} "$SPACEFS" "$MNT" -f -o "backing=$BACK,$1" >>"$LOG" 2>&1 &
+	${PRE:-} ${SPACEFS_WRAP:-} "$SPACEFS" "$MNT" -f -o "backing=$BACK,$1" >>"$LOG" 2>&1 &
 	PID=$!
 	for _ in $(seq 100); do
 		mountpoint -q "$MNT" && return 0
@@ -534,7 +546,181 @@ os.close(fd)' "$MNT/pre" || fail "punch"
 	echo "PASS: fallocate"
 }
 
+# as_nobody CMD...: run as nobody:nogroup with no supplementary group (not
+# the owner of root's files, not in their group).
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+# rss_kb PID: the resident set of a process.
+rss_kb() {
+	awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"
+}
+
+scenario_semantics() {
+	local max rss0 rss1 out mode f=$MNT/f
+	command -v python3 >/dev/null || skip "no python3"
+	command -v setpriv >/dev/null || skip "no setpriv(1)"
+	command -v fallocate >/dev/null || skip "no fallocate(1)"
+	# allow_other: the other user of the permission tests (who must be
+	# able to reach the mount point, too).
+	chmod 0711 "$WORK"
+	mount_fs "capacity=256M,meta=8M,cache=16M,commit=0,allow_other"
+	chmod 0777 "$MNT"
+
+	# open(O_TRUNC) truncates: libfuse passes the flag on, the kernel
+	# does not truncate itself.
+	seq 1 5 >"$f"
+	echo x >"$f"
+	[ "$(cat "$f")" = x ] || fail "O_TRUNC: the file holds $(tr '\n' ' ' <"$f")"
+	run sync "$f" || fail "sync FILE"
+	seq 1 5 >"$f"
+	run sync "$f" || fail "sync FILE"
+	echo y >"$f"
+	if [ "$(cat "$f")" != y ] || [ "$(stat -c %s "$f")" != 2 ]; then
+		fail "O_TRUNC over written-back data: $(tr '\n' ' ' <"$f")"
+	fi
+	echo "O_TRUNC: 'seq 1 5 > f; echo x > f' leaves x"
+
+	# Huge offsets: refused up front past the largest file, and no
+	# memory that grows with the offset.
+	max=$(ctl max_file_bytes)
+	[ "${max:-0}" -ge $((1 << 40)) ] || fail "max_file_bytes '$max'"
+	rss0=$(rss_kb "$PID")
+	out=$(run python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+print(os.pwrite(fd, b"a", 4 << 40))
+try:
+    os.pwrite(fd, b"b", int(sys.argv[2]))
+    print("written")
+except OSError as e:
+    print(os.strerror(e.errno))' "$MNT/sparse" "$max") || fail "pwrite at 4 TiB"
+	rss1=$(rss_kb "$PID")
+	[ "$(echo "$out" | head -n 1)" = 1 ] || fail "pwrite at 4 TiB: $out"
+	[ "$(echo "$out" | tail -n 1)" = "File too large" ] ||
+		fail "pwrite at max_file_bytes $max: $out"
+	# The dense bitmaps took 64 MiB of daemon memory per TiB of offset.
+	[ $((rss1 - rss0)) -lt $((16 << 10)) ] ||
+		fail "a write at 4 TiB grew the daemon from $rss0 to $rss1 kB"
+	out=$(truncate -s $((max + 1)) "$MNT/sparse" 2>&1) && fail "truncate past $max"
+	case $out in *"File too large"*) ;; *) fail "truncate past the limit: $out" ;; esac
+	run sync "$MNT/sparse" || fail "fsync after a write at 4 TiB"
+	[ "$(ctl writeback_errors)" = 0 ] || fail "writeback errors"
+	run rm "$MNT/sparse" || fail "rm sparse"
+	echo "huge offsets: 1 byte at 4 TiB: daemon $rss0 -> $rss1 kB; at $max: EFBIG"
+
+	# RENAME_WHITEOUT: the whiteout is accounted, its deletion too.
+	echo data >"$MNT/w"
+	out=$(run python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_WHITEOUT)
+r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 4)
+print("ok" if r == 0 else os.strerror(ctypes.get_errno()))' "$MNT/w" "$MNT/w2") ||
+		fail "renameat2"
+	[ "$out" = ok ] || fail "renameat2(RENAME_WHITEOUT): $out"
+	[ "$(stat -c %F "$MNT/w")" = "character special file" ] || fail "no whiteout"
+	check_at_rest
+	run rm "$MNT/w" "$MNT/w2" || fail "rm whiteout"
+	check_at_rest
+	echo "RENAME_WHITEOUT: whiteout and source deleted, accounting exact"
+
+	# Times: a write moves ctime at once, a truncate moves mtime.
+	local c0 c1 m0 m1
+	echo 0123456789 >"$f"
+	run sync "$f" || fail sync
+	c0=$(stat -c %Z "$f")
+	sleep 1.1
+	echo z >>"$f"
+	c1=$(stat -c %Z "$f")
+	[ "$c1" -gt "$c0" ] || fail "a write did not move ctime ($c0 -> $c1)"
+	m0=$(stat -c %Y "$f")
+	sleep 1.1
+	truncate -s 4 "$f" || fail truncate
+	m1=$(stat -c %Y "$f")
+	[ "$m1" -gt "$m0" ] || fail "a truncate did not move mtime ($m0 -> $m1)"
+	echo "times: write moves ctime ($c0 -> $c1), truncate mtime ($m0 -> $m1)"
+	# ... and neither moves again by itself: the times a write showed are
+	# those after the remount (getattr writes the file back first).
+	local t0 t1
+	echo written >"$MNT/times"
+	t0=$(stat -c '%y %z' "$MNT/times")
+
+	# The kernel's caches.  A hard link's attributes are not stale after a
+	# chmod through the other name (attr_timeout=0).
+	echo secret >"$MNT/h"
+	chmod 0644 "$MNT/h"
+	ln "$MNT/h" "$MNT/hl" || fail "ln"
+	as_nobody cat "$MNT/hl" >/dev/null || fail "nobody cannot read a 0644 file"
+	chmod a-r "$MNT/h"
+	as_nobody cat "$MNT/hl" >/dev/null 2>&1 &&
+		fail "nobody read the hard link of a file made unreadable"
+	# Buffered reads after asynchronous O_DIRECT writes (no kernel_cache).
+	out=$(run "$CLIENT" dio-cycle "$MNT/dio" 640k 5) || fail "dio-cycle"
+	echo "dio-cycle: $out"
+	[ "$(value stale "$out")" = 0 ] || fail "stale buffered reads after O_DIRECT writes"
+	[ "$(value cycles "$out")" -gt 10 ] || fail "dio-cycle ran $out"
+	echo "caches: hard link refused after chmod; O_DIRECT then buffered: $out"
+
+	# setuid and setgid: fallocate and a punch by a user who is not in the
+	# file's group drop both; root's keep them.
+	for op in "-l 128k" "-p -o 0 -l 64k" "-n -o 1M -l 64k"; do
+		rm -f "$f"
+		head -c 192k /dev/zero >"$f"
+		chmod 6666 "$f"
+		# shellcheck disable=SC2086 # $op is a list of options
+		as_nobody fallocate $op "$f" || fail "fallocate $op as nobody"
+		mode=$(stat -c %a "$f")
+		[ "$mode" = 666 ] || fail "fallocate $op by nobody left mode $mode"
+		chmod 6666 "$f"
+		# shellcheck disable=SC2086
+		fallocate $op "$f" || fail "fallocate $op as root"
+		mode=$(stat -c %a "$f")
+		[ "$mode" = 6666 ] || fail "fallocate $op by root left mode $mode"
+	done
+	echo "setuid/setgid: dropped by another user's fallocate and punch, kept by root's"
+	run rm -f "$MNT/h" "$MNT/hl" "$MNT/dio" || fail rm
+	check_at_rest
+	umount_fs
+	mount_fs "capacity=256M,meta=8M,cache=16M,commit=0"
+	t1=$(stat -c '%y %z' "$MNT/times")
+	[ "$t1" = "$t0" ] || fail "times of a written file: '$t0' before the remount, '$t1' after"
+	echo "times after a remount: $t1, as before"
+	umount_fs
+	echo "PASS: semantics"
+}
+
+scenario_descriptors() {
+	local src=$WORK/src errs
+	command -v prlimit >/dev/null || skip "no prlimit(1)"
+	mkdir -p "$src"
+	for i in $(seq 300); do
+		head -c $((i * 37 % 20000 + 1)) /dev/urandom >"$src/f$i"
+	done
+	PRE="prlimit --nofile=256" mount_fs "capacity=256M,meta=16M,cache=16M"
+	run cp -r "$src" "$MNT/s" || fail "cp into the mount"
+	# Two copiers within the mount: each file is a source and a
+	# destination descriptor, far more than 256 over the run.
+	timeout $T cp -r "$MNT/s" "$MNT/c1" 2>"$WORK/cp1.err" &
+	local p1=$!
+	timeout $T cp -r "$MNT/s" "$MNT/c2" 2>"$WORK/cp2.err" &
+	local p2=$!
+	wait $p1
+	wait $p2
+	errs=$(cat "$WORK/cp1.err" "$WORK/cp2.err" | wc -l)
+	head -n 3 "$WORK/cp1.err" "$WORK/cp2.err"
+	[ "$errs" = 0 ] || fail "$errs errors from the copiers"
+	run diff -r "$src" "$MNT/c1" || fail "copy 1 differs"
+	run diff -r "$src" "$MNT/c2" || fail "copy 2 differs"
+	[ "$(ctl fd_reclaims)" -ge 1 ] || fail "the descriptor budget was never crossed"
+	echo "2 x cp -r of 300 files under 256 descriptors: 0 errors;" \
+	     "fd_reclaims $(ctl fd_reclaims), EMFILE retried $(ctl fd_emfile)"
+	check_at_rest
+	umount_fs
+	echo "PASS: descriptors"
+}
+
 case "$SCENARIO" in
-integrity|fill|quota|nowait|usability|fallocate) "scenario_$SCENARIO" ;;
+integrity|fill|quota|nowait|usability|fallocate|semantics|descriptors)
+	"scenario_$SCENARIO" ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac

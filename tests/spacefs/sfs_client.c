@@ -8,6 +8,7 @@
  *   sfs_client nowait FILE OFFSET LEN
  *   sfs_client usage  DIR
  *   sfs_client rename FROM TO
+ *   sfs_client dio-cycle FILE SIZE SECONDS
  *
  * write: THREADS threads write FILES files of SIZE bytes in blocks of BLOCK
  * bytes (not a multiple of the page size on purpose: neighbouring blocks,
@@ -35,6 +36,13 @@
  * inodes, the root included.
  *
  * rename: rename(2) (no copying fallback, unlike mv); prints "errno=NAME".
+ *
+ * dio-cycle: what fstests generic/451 does, without fstests: for SECONDS,
+ * two threads read FILE through the page cache (open, pread SIZE, close)
+ * while the main thread writes SIZE bytes of a new pattern at offset 0
+ * with an asynchronous O_DIRECT write (io_submit), waits for it, and reads
+ * the file back through a new buffered descriptor.  Prints "cycles=N
+ * stale=M": M reads that returned a page the write had replaced.  Exit 0.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -47,11 +55,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <linux/aio_abi.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 struct model {
@@ -504,6 +515,98 @@ static int do_usage(const char *dir)
 	return 0;
 }
 
+struct dio_reader {
+	const char *path;
+	uint64_t size;
+	volatile bool stop;
+};
+
+static void *dio_reader_main(void *arg)
+{
+	struct dio_reader *r = arg;
+	char *buf = malloc(r->size);
+
+	while (buf && !r->stop) {
+		int fd = open(r->path, O_RDONLY);
+
+		if (fd < 0)
+			continue;
+		if (pread(fd, buf, r->size, 0) < 0)
+			perror("pread");
+		close(fd);
+	}
+	free(buf);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int do_dio_cycle(const char *path, uint64_t size, double seconds)
+{
+	struct dio_reader r = { path, size, false };
+	pthread_t th[2];
+	aio_context_t ctx = 0;
+	uint64_t cycles = 0, stale = 0;
+	unsigned char *wbuf = NULL, *rbuf = malloc(size);
+	double end = now_s() + seconds;
+	int dfd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0644);
+
+	if (dfd < 0 || !rbuf || !size || size % 4096 ||
+	    posix_memalign((void **)&wbuf, 4096, size) ||
+	    syscall(SYS_io_setup, 1, &ctx)) {
+		perror("dio-cycle setup");
+		return 1;
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, dio_reader_main, &r);
+	while (now_s() < end) {
+		unsigned char pattern = cycles % 2 ? 0xaa : 0x55;
+		struct iocb cb = { 0 }, *cbs[1] = { &cb };
+		struct io_event ev;
+		int fd;
+
+		memset(wbuf, pattern, size);
+		cb.aio_fildes = (uint32_t)dfd;
+		cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+		cb.aio_buf = (uint64_t)(uintptr_t)wbuf;
+		cb.aio_nbytes = size;
+		if (syscall(SYS_io_submit, ctx, 1, cbs) != 1 ||
+		    syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1 ||
+		    ev.res != (int64_t)size) {
+			perror("dio-cycle write");
+			break;
+		}
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || pread(fd, rbuf, size, 0) != (ssize_t)size) {
+			perror("dio-cycle read");
+			break;
+		}
+		close(fd);
+		for (uint64_t k = 0; k < size; k++) {
+			if (rbuf[k] != pattern) {
+				stale++;
+				break;
+			}
+		}
+		cycles++;
+	}
+	r.stop = true;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	syscall(SYS_io_destroy, ctx);
+	close(dfd);
+	free(wbuf);
+	free(rbuf);
+	printf("cycles=%" PRIu64 " stale=%" PRIu64 "\n", cycles, stale);
+	return 0;
+}
+
 static uint64_t num(const char *s)
 {
 	char *end;
@@ -562,6 +665,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && !strcmp(argv[1], "usage"))
 		return do_usage(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "dio-cycle"))
+		return do_dio_cycle(argv[2], num(argv[3]), atof(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "nowait"))
 		return do_nowait(argv[2], num(argv[3]), num(argv[4]));
 	fprintf(stderr, "usage: see the top of sfs_client.c\n");

@@ -21,7 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spacefs.h"
@@ -157,9 +161,11 @@ START_TEST(test_roundtrip)
 	ck_assert_int_eq(sfs_read(t.fs, f, back, 1000, 0), 1000);
 	for (int i = 0; i < 1000; i++)
 		ck_assert_int_eq(back[i], 0);
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 4 * 4096);
+	/* getattr writes the file back first (its times are final). */
 	ck_assert_int_eq(sfs_getattr(t.fs, "/a", &st), 0);
 	ck_assert_int_eq(st.st_size, 1000 + sizeof(buf));
-	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 4 * 4096);
+	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 0);
 	ck_assert_int_eq(sfs_sync(t.fs), 0);
 	ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 0);
 	ck_assert_uint_eq(snap(t.fs, "data.used"), 4 * 4096);
@@ -1003,6 +1009,382 @@ START_TEST(test_punch_hole)
 }
 END_TEST
 
+/*
+ * O_TRUNC: libfuse turns on FUSE_CAP_ATOMIC_O_TRUNC, so the kernel passes
+ * O_TRUNC with the open flags and truncates nothing itself.  `seq 1 5 > f;
+ * echo x > f` used to leave "x\n2\n3\n4\n5\n".  With the old bytes dirty
+ * and written back, through sfs_open() and sfs_create() on an existing
+ * file: the file holds only what was written after the open, after a
+ * remount too, and the old block is pinned as any truncate's.
+ */
+START_TEST(test_open_trunc)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	char buf[64];
+	struct stat st;
+
+	setup(&t, 64 * MiB, 4 * MiB, 1 * MiB);
+	do_mount(&t);
+	for (int round = 0; round < 4; round++) {
+		bool synced = round & 1, via_create = round & 2;
+
+		f = create(t.fs, "/f");
+		ck_assert_int_eq(sfs_write(t.fs, f, "1\n2\n3\n4\n5\n", 10, 0,
+					   false), 10);
+		sfs_release(t.fs, f);
+		if (synced)
+			ck_assert_int_eq(sfs_sync(t.fs), 0);
+		ck_assert_uint_eq(snap(t.fs, "data.pinned"), 0);
+		if (via_create)
+			ck_assert_int_eq(sfs_create(t.fs, "/f", 0644,
+						    O_WRONLY | O_TRUNC, &f), 0);
+		else
+			ck_assert_int_eq(sfs_open(t.fs, "/f",
+						  O_WRONLY | O_TRUNC, &f), 0);
+		ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st), 0);
+		ck_assert_int_eq(st.st_size, 0);
+		/* Dirty or not, the old bytes had a block (a truncate
+		 * writes the file back first): pinned until the commit. */
+		ck_assert_uint_eq(snap(t.fs, "data.pinned"), 4096);
+		ck_assert_uint_eq(snap(t.fs, "dirty_bytes"), 0);
+		ck_assert_int_eq(sfs_write(t.fs, f, "x\n", 2, 0, false), 2);
+		sfs_release(t.fs, f);
+		ck_assert_int_eq(sfs_open(t.fs, "/f", O_RDONLY, &f), 0);
+		memset(buf, 0, sizeof(buf));
+		ck_assert_int_eq(sfs_read(t.fs, f, buf, sizeof(buf), 0), 2);
+		ck_assert_str_eq(buf, "x\n");
+		sfs_release(t.fs, f);
+		ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+		if (round < 3) {
+			ck_assert_int_eq(sfs_unlink(t.fs, "/f"), 0);
+			ck_assert_int_eq(sfs_sync(t.fs), 0);	/* unpin */
+		}
+	}
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/f", &st), 0);
+	ck_assert_int_eq(st.st_size, 2);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), 4096);
+	teardown(&t);
+}
+END_TEST
+
+/*
+ * The largest file is the backing file system's (max_file_bytes, probed
+ * at mount): a write that starts past it is EFBIG and one across it is
+ * short, as the kernel's generic_write_check_limits(); truncates and
+ * fallocates past it are EFBIG, before anything changes.  Such a write
+ * used to be accepted into the cache and fail at writeback (EIO, the data
+ * lost).  The allocation map follows the pages, not the offsets: a byte at
+ * 4 TiB and one below the limit take one map block each (the dense
+ * bitmaps took 64 MiB per TiB of offset), and a fallocate of a terabyte on
+ * a 64 MiB file system is ENOSPC without touching the map.
+ */
+START_TEST(test_huge_offsets)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	uint64_t max, blocks0, used0;
+	char buf[8];
+	struct stat st;
+
+	setup(&t, 64 * MiB, 4 * MiB, 1 * MiB);
+	do_mount(&t);
+	max = snap(t.fs, "max_file_bytes");
+	/* ext4 with 4 KiB blocks 16 TiB - 4 KiB; xfs, btrfs, tmpfs more. */
+	ck_assert_uint_ge(max, (1ull << 44) - 4096);
+	ck_assert_uint_eq(max % 4096, 0);
+	f = create(t.fs, "/sparse");
+	blocks0 = snap(t.fs, "engine.map_blocks");
+	used0 = snap(t.fs, "data.used");
+	ck_assert_int_eq(sfs_write(t.fs, f, "a", 1, (off_t)(4ull << 40), false),
+			 1);
+	ck_assert_int_eq(sfs_write(t.fs, f, "bc", 2, (off_t)(max - 2), false),
+			 2);
+	/* Across the limit: short; at it and far past it: EFBIG. */
+	ck_assert_int_eq(sfs_write(t.fs, f, "de", 2, (off_t)(max - 1), false),
+			 1);
+	ck_assert_int_eq(sfs_write(t.fs, f, "f", 1, (off_t)max, false), -EFBIG);
+	ck_assert_int_eq(sfs_write(t.fs, f, "g", 1, INT64_MAX - 1, false),
+			 -EFBIG);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_uint_eq(snap(t.fs, "writeback_errors"), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0 + 2 * 4096);
+	ck_assert_uint_le(snap(t.fs, "engine.map_blocks"), blocks0 + 2);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, max);
+	ck_assert_int_eq(sfs_read(t.fs, f, buf, 1, (off_t)(4ull << 40)), 1);
+	ck_assert_int_eq(buf[0], 'a');
+	ck_assert_int_eq(sfs_read(t.fs, f, buf, 8, (off_t)(max - 2)), 2);
+	ck_assert_int_eq(memcmp(buf, "bd", 2), 0);
+
+	ck_assert_int_eq(sfs_ftruncate(t.fs, f, (off_t)max + 1), -EFBIG);
+	ck_assert_int_eq(sfs_truncate(t.fs, "/sparse", INT64_MAX), -EFBIG);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, 0, (off_t)(max - 4096), 8192),
+			 -EFBIG);
+	ck_assert_int_eq(sfs_fallocate(t.fs, f, FALLOC_FL_KEEP_SIZE,
+				       (off_t)(max / 2), (off_t)(1ull << 40)),
+			 -ENOSPC);
+	ck_assert_uint_le(snap(t.fs, "engine.map_blocks"), blocks0 + 2);
+	ck_assert_uint_eq(snap(t.fs, "data.may_use"), 0);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, max);
+
+	/* Down to a page: the blocks go, and so does their map. */
+	ck_assert_int_eq(sfs_ftruncate(t.fs, f, 4096), 0);
+	ck_assert_uint_eq(snap(t.fs, "engine.map_blocks"), blocks0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), used0);
+	sfs_release(t.fs, f);
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/sparse", &st), 0);
+	ck_assert_int_eq(st.st_size, 4096);
+	teardown(&t);
+}
+END_TEST
+
+/*
+ * renameat2(RENAME_WHITEOUT) (overlayfs's) leaves a whiteout, a character
+ * device 0:0, at the old name: a new inode, which must be accounted as
+ * mknod's or deleting it frees a leaf nobody allocated (the unmount check
+ * then found "metadata used 16384, expected 0").  Making a whiteout needs
+ * CAP_MKNOD: without it the rename fails and nothing changes.
+ */
+START_TEST(test_rename_whiteout)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	uint64_t inodes0;
+	struct stat st;
+	int ret;
+
+	setup(&t, 64 * MiB, 4 * MiB, 1 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/a");
+	ck_assert_int_eq(sfs_write(t.fs, f, "data", 4, 0, false), 4);
+	sfs_release(t.fs, f);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	inodes0 = snap(t.fs, "engine.inodes");
+	ret = sfs_rename(t.fs, "/a", "/b", RENAME_WHITEOUT);
+	if (ret == -EPERM) {
+		fprintf(stderr, "test_rename_whiteout: no CAP_MKNOD, no "
+			"whiteout: the refusal only\n");
+		ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+		ck_assert_uint_eq(snap(t.fs, "engine.inodes"), inodes0);
+		teardown(&t);
+		return;
+	}
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/a", &st), 0);
+	ck_assert(S_ISCHR(st.st_mode) && st.st_rdev == 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/b", &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "engine.inodes"), inodes0 + 1);
+	ck_assert_uint_eq(snap(t.fs, "meta.used"),
+			  snap(t.fs, "engine.leaves") * 16 * KiB);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/a"), 0);
+	ck_assert_int_eq(sfs_unlink(t.fs, "/b"), 0);
+	ck_assert_int_eq(sfs_check(t.fs, stderr), 0);
+	ck_assert_uint_eq(snap(t.fs, "engine.inodes"), inodes0 - 1);
+	ck_assert_uint_eq(snap(t.fs, "data.used"), 0);
+	teardown(&t);
+}
+END_TEST
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The backing file's stat (what a remount starts from). */
+static void backing_stat(struct tmpfs *t, const char *rel, struct stat *st)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", t->dir, rel);
+	ck_assert_int_eq(stat(path, st), 0);
+}
+
+/*
+ * Timestamps (fstests generic/003, 080, 215, 313, 423): a write moves mtime
+ * and ctime as soon as anyone looks (ctime used to wait for the
+ * writeback), and mtime is the write's time, not after ctime; once seen,
+ * neither moves again at a sync or across a remount (getattr writes the
+ * file back first); a chmod moves ctime only; a truncate moves both (it
+ * used to keep the last write's mtime); times set explicitly over dirty
+ * pages survive their writeback and a remount.  The pauses are far above
+ * the kernel's timestamp granularity (a jiffy).
+ */
+START_TEST(test_times)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	struct stat st0, st1, st2, st3, st4, bst;
+	const struct timespec set[2] = { { 1000000000, 5 }, { 1000000000, 7 } };
+
+	setup(&t, 64 * MiB, 4 * MiB, 1 * MiB);
+	do_mount(&t);
+	f = create(t.fs, "/t");
+	ck_assert_int_eq(sfs_write(t.fs, f, "0123456789", 10, 0, false), 10);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st0), 0);
+	pause_ms(50);
+	ck_assert_int_eq(sfs_write(t.fs, f, "x", 1, 0, false), 1);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st1), 0);
+	ck_assert_int_gt(ts_ns(&st1.st_mtim), ts_ns(&st0.st_mtim));
+	ck_assert_int_gt(ts_ns(&st1.st_ctim), ts_ns(&st0.st_ctim));
+	ck_assert_int_le(ts_ns(&st1.st_mtim), ts_ns(&st1.st_ctim));
+	pause_ms(50);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_int_eq(sfs_fgetattr(t.fs, f, &st2), 0);
+	ck_assert_int_eq(ts_ns(&st2.st_mtim), ts_ns(&st1.st_mtim));
+	ck_assert_int_eq(ts_ns(&st2.st_ctim), ts_ns(&st1.st_ctim));
+	backing_stat(&t, "t", &bst);
+	ck_assert_int_eq(ts_ns(&bst.st_mtim), ts_ns(&st1.st_mtim));
+	ck_assert_int_eq(ts_ns(&bst.st_ctim), ts_ns(&st1.st_ctim));
+	pause_ms(50);
+	ck_assert_int_eq(sfs_chmod(t.fs, "/t", 0600), 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st3), 0);
+	ck_assert_int_eq(ts_ns(&st3.st_mtim), ts_ns(&st2.st_mtim));
+	ck_assert_int_gt(ts_ns(&st3.st_ctim), ts_ns(&st2.st_ctim));
+	pause_ms(50);
+	ck_assert_int_eq(sfs_truncate(t.fs, "/t", 4), 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st4), 0);
+	ck_assert_int_gt(ts_ns(&st4.st_mtim), ts_ns(&st3.st_mtim));
+	ck_assert_int_gt(ts_ns(&st4.st_ctim), ts_ns(&st3.st_ctim));
+	ck_assert_int_eq(st4.st_size, 4);
+
+	/* Explicit times over a dirty page. */
+	ck_assert_int_eq(sfs_write(t.fs, f, "y", 1, 0, false), 1);
+	ck_assert_int_eq(sfs_utimens(t.fs, "/t", set), 0);
+	ck_assert_int_eq(sfs_sync(t.fs), 0);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st1), 0);
+	ck_assert_int_eq(ts_ns(&st1.st_mtim), ts_ns(&set[1]));
+	backing_stat(&t, "t", &bst);
+	ck_assert_int_eq(ts_ns(&bst.st_mtim), ts_ns(&set[1]));
+	/* A write seen before the unmount keeps its times after it. */
+	pause_ms(50);
+	ck_assert_int_eq(sfs_write(t.fs, f, "z", 1, 0, false), 1);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st2), 0);
+	ck_assert_int_gt(ts_ns(&st2.st_ctim), ts_ns(&st1.st_ctim));
+	sfs_release(t.fs, f);
+	do_unmount(&t);
+	do_mount(&t);
+	ck_assert_int_eq(sfs_getattr(t.fs, "/t", &st3), 0);
+	ck_assert_int_eq(ts_ns(&st3.st_mtim), ts_ns(&st2.st_mtim));
+	ck_assert_int_eq(ts_ns(&st3.st_ctim), ts_ns(&st2.st_ctim));
+	teardown(&t);
+}
+END_TEST
+
+struct fd_worker {
+	struct sfs *fs;
+	int id;
+	unsigned failed;
+};
+
+static void *fd_worker_main(void *arg)
+{
+	struct fd_worker *w = arg;
+	char path[64], buf[64];
+
+	for (int i = 0; i < 300; i++) {
+		struct sfs_file *f;
+		int len = snprintf(buf, sizeof(buf), "worker %d file %d",
+				   w->id, i);
+		int dfd;
+
+		snprintf(path, sizeof(path), "/w%d.%d", w->id, i);
+		if (sfs_create(w->fs, path, 0644, O_RDWR, &f)) {
+			w->failed++;
+			continue;
+		}
+		if (sfs_write(w->fs, f, buf, (size_t)len, 0, false) != len)
+			w->failed++;
+		sfs_release(w->fs, f);
+		if (i % 16)
+			continue;
+		/* readdir's descriptors come from the same budget. */
+		dfd = sfs_opendir(w->fs, "/");
+		if (dfd < 0)
+			w->failed++;
+		else
+			close(dfd);
+	}
+	return NULL;
+}
+
+/* In a child with RLIMIT_NOFILE at @limit: 4 threads create, write and
+ * close 300 files each; returns the failed operations, 100 + n if the
+ * check at unmount failed, 200 + errno if setting up failed. */
+static int fd_limit_child(struct tmpfs *t, rlim_t limit)
+{
+	struct rlimit rl = { limit, limit };
+	struct fd_worker w[4];
+	pthread_t th[4];
+	unsigned failed = 0;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return 200 + errno;
+	if (sfs_mount(&t->cfg, &t->fs))
+		return 201;
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct fd_worker){ t->fs, i, 0 };
+		if (pthread_create(&th[i], NULL, fd_worker_main, &w[i]))
+			return 202;
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		failed += w[i].failed;
+	}
+	if (sfs_unmount(t->fs, stderr))
+		return 100;
+	return failed > 99 ? 99 : (int)failed;
+}
+
+/*
+ * Out of descriptors (fstests generic/273's copiers): under a 96-descriptor
+ * limit (a budget of 64 backing fds), four threads make 1,200 files.  An
+ * open that fails with EMFILE waits for the reclaim in flight and retries;
+ * only try-locking it used to return EMFILE to the caller while another
+ * thread was committing.  No operation may fail; the accounting holds.
+ */
+START_TEST(test_fd_limit_threads)
+{
+	struct tmpfs t;
+	struct sfs_file *f;
+	char buf[64] = { 0 };
+	int status;
+	pid_t pid;
+
+	setup(&t, 128 * MiB, 8 * MiB, 4 * MiB);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(fd_limit_child(&t, 96));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) == 0, "child: %d (failed operations, "
+		      "100: check at unmount, 200+: setup)", WEXITSTATUS(status));
+	do_mount(&t);
+	ck_assert_int_eq(sfs_open(t.fs, "/w3.299", O_RDONLY, &f), 0);
+	ck_assert_int_gt(sfs_read(t.fs, f, buf, sizeof(buf) - 1, 0), 0);
+	ck_assert_str_eq(buf, "worker 3 file 299");
+	sfs_release(t.fs, f);
+	teardown(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("spacefs-engine");
@@ -1024,6 +1406,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fallocate_enospc);
 	tcase_add_test(tc, test_fallocate_edquot);
 	tcase_add_test(tc, test_punch_hole);
+	tcase_add_test(tc, test_open_trunc);
+	tcase_add_test(tc, test_huge_offsets);
+	tcase_add_test(tc, test_rename_whiteout);
+	tcase_add_test(tc, test_times);
+	tcase_add_test(tc, test_fd_limit_threads);
 	/* Without and with preemptive flushing, then with pacing. */
 	tcase_add_loop_test(tc, test_concurrent_writers, 0, 3);
 	suite_add_tcase(s, tc);
