@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Disagreements between the library and the reference model
+ * (tests/model.c) that the API fuzzer (tests/fuzz/fuzz_api.c) found and
+ * that are the library's to fix, each reduced to a few public calls.  One
+ * executable, one meson test per case (CK_RUN_CASE), each in the suite
+ * 'pending' until the library does what it asserts; the fuzzer steers
+ * away from each meanwhile (its KB_* switches name the case).
+ *
+ *   clamp_system       a SYSTEM pool's FLUSH_ALL ticket that starts the
+ *                      async flusher raises the pool's preemptive clamp
+ *                      although dirty data does not outgrow writeback
+ *                      (the library raises it for every pool that is not
+ *                      metadata, meaning data pools; SYSTEM is neither)
+ *   clamp_no_data_preempt  the same for a DATA pool's FLUSH_DATA ticket on
+ *                      a ctx with SRSV_CTX_NO_DATA_PREEMPT: btrfs's data
+ *                      behaviour, with no preemptive flushing of data
+ *                      whose clamp a data ticket would tighten
+ *
+ * Manual mode, no flush callback, the public API only: nothing here can
+ * block (no call waits for a ticket), and Check runs each case in a child
+ * process.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <libspacersv/spacersv.h>
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+
+#define MANUAL (SRSV_CTX_MANUAL | SRSV_CTX_NO_PREEMPT)
+
+static struct srsv_ctx *make(unsigned flags)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *ctx = NULL;
+
+	srsv_config_init(&cfg);
+	cfg.flags = flags;
+	cfg.pool_bytes[SRSV_POOL_DATA] = 8 * MiB;
+	cfg.pool_bytes[SRSV_POOL_METADATA] = 8 * MiB;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MiB;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &ctx), 0);
+	return ctx;
+}
+
+static struct srsv_space_info snap(struct srsv_space *s)
+{
+	struct srsv_space_info info;
+
+	ck_assert_int_eq(srsv_space_snapshot(s, &info, NULL, 0, NULL), 0);
+	return info;
+}
+
+/*
+ * Fill @s, queue a normal ticket of @mode (it starts the async flusher:
+ * "flushing" goes up), and return the clamp it left.  No delalloc or
+ * ordered bytes were reported: writeback keeps up.
+ */
+static unsigned clamp_after_ticket(struct srsv_space *s, uint64_t size,
+				   enum srsv_flush mode)
+{
+	struct srsv_ticket t;
+	struct srsv_space_info info;
+
+	ck_assert_int_eq(srsv_space_reserve(s, size, SRSV_NO_FLUSH, 0), 0);
+	ck_assert_uint_eq(snap(s).clamp, 1);
+	ck_assert_int_eq(srsv_ticket_reserve(s, &t, 64 * KiB, mode, 0),
+			 -EINPROGRESS);
+	info = snap(s);
+	ck_assert(info.flushing);
+	ck_assert_int_eq(srsv_ticket_cancel(&t), 0);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), -ECANCELED);
+	return info.clamp;
+}
+
+/*
+ * btrfs's maybe_clamp_preempt() raises the clamp only while ordered <
+ * delalloc; the library's data rule (a data pool's debt is the engine's
+ * own work) is for data pools.  A SYSTEM pool is not one.
+ */
+START_TEST(test_clamp_system)
+{
+	struct srsv_ctx *ctx = make(MANUAL);
+	struct srsv_space *sys = srsv_ctx_space(ctx, SRSV_POOL_SYSTEM);
+
+	ck_assert_uint_eq(clamp_after_ticket(sys, 4 * MiB, SRSV_FLUSH_ALL), 1);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+}
+END_TEST
+
+/*
+ * ctx.h: SRSV_CTX_NO_DATA_PREEMPT is btrfs's data behaviour (no
+ * preemptive flushing of data pools): a data ticket then raises the clamp
+ * under btrfs's rule only.  The same ticket without the flag does raise
+ * it (the library's data rule), which this case checks too.
+ */
+START_TEST(test_clamp_no_data_preempt)
+{
+	struct srsv_ctx *ctx = make(MANUAL | SRSV_CTX_NO_DATA_PREEMPT);
+	struct srsv_space *d = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+
+	ck_assert_uint_eq(clamp_after_ticket(d, 8 * MiB, SRSV_FLUSH_DATA), 1);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+
+	ctx = make(MANUAL);
+	d = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	ck_assert_uint_eq(clamp_after_ticket(d, 8 * MiB, SRSV_FLUSH_DATA), 2);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+}
+END_TEST
+
+static Suite *findings_suite(void)
+{
+	Suite *s = suite_create("fuzz_findings");
+	TCase *sys = tcase_create("clamp_system");
+	TCase *ndp = tcase_create("clamp_no_data_preempt");
+
+	tcase_add_test(sys, test_clamp_system);
+	tcase_add_test(ndp, test_clamp_no_data_preempt);
+	suite_add_tcase(s, sys);
+	suite_add_tcase(s, ndp);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(findings_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
