@@ -1340,7 +1340,10 @@ int model_rsv_refill(struct model *m, int rsv, uint64_t min_reserved,
 	uint64_t missing;
 	int ret;
 
-	if (!r || min_reserved > SRSV_MAX_BYTES)
+	/* rsv.h: bad input is refused even when nothing is missing. */
+	if (!r || min_reserved > SRSV_MAX_BYTES || mode < 0 ||
+	    mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)))
 		return -EINVAL;
 	if (r->reserved >= min_reserved)
 		return 0;
