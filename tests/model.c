@@ -1490,6 +1490,12 @@ try_reserve:
 	ret = model_space_reserve(m, r->pool, bytes, SRSV_NO_FLUSH, 0);
 	if (!ret)
 		goto out;
+	/* The log tree's rule (upstream 40f2b11c1b7c, "btrfs: don't allow
+	 * log trees to consume global reserve or overcommit metadata"): a
+	 * TREELOG rsv whose NO_FLUSH try failed fails with its answer; the
+	 * engine falls back to a full commit. */
+	if (r->type == SRSV_RSV_TREELOG)
+		return ret;
 	if (rsv != SRSV_RSV_GLOBAL && g && g->pool == r->pool &&
 	    !use_bytes(g, bytes)) {
 		paid = SRSV_RSV_GLOBAL;
