@@ -248,6 +248,11 @@ static void ticket_end(struct model *m, struct model_pool *p, int t,
 		p->failed++;
 	else
 		p->granted++;
+	/* srsv_space_stats::error_failures: tickets ended with the ctx's
+	 * error (whatever ended them: the error's failing of every ticket,
+	 * a walk, a cancel whose errno happens to be the same). */
+	if (error && error == m->error)
+		p->error_failures++;
 }
 
 /* btrfs_try_granting_tickets() */
@@ -634,7 +639,8 @@ static void priority_reclaim(struct model *m, int pool, int t)
 /* ---- ctx ---- */
 
 #define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
-		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | \
+		     SRSV_CTX_NO_DATA_PREEMPT)
 
 static bool states_ok(const struct srsv_state_array *a)
 {
@@ -836,6 +842,16 @@ int model_ctx_set_error(struct model *m, int error)
 	return 0;
 }
 
+/* srsv_ctx_clear_error(): waiting is possible again; what failed stays
+ * failed.  A shut-down ctx stays so. */
+int model_ctx_clear_error(struct model *m)
+{
+	if (m->closing)
+		return -ESHUTDOWN;
+	m->error = 0;
+	return 0;
+}
+
 int model_ctx_shutdown(struct model *m)
 {
 	if (m->in_callback)
@@ -944,8 +960,11 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	/* Shut down refuses only what would wait, as the error state. */
 	if (m->closing)
 		return -ESHUTDOWN;
-	if (m->error)
+	if (m->error) {
+		/* Refused with the ctx's error: counted with the tickets. */
+		p->error_failures++;
 		return m->error;
+	}
 	if (no_queue)
 		return -ETIMEDOUT;
 

@@ -136,6 +136,14 @@ struct model_pool {
 	uint64_t disabled;
 	uint64_t async_runs;
 	uint64_t granted, failed;
+	/* The movers' reserve (srsv_config::mover_reserve_bytes): its size
+	 * and the bytes of may_use it holds. */
+	uint64_t mover_size, mover_reserved;
+	/* srsv_space_set_reclaimable(): the engine's figure per state. */
+	uint64_t reclaimable[SRSV_STATE_COUNT];
+	/* srsv_space_stats: refused[SRSV_REFUSED_POOL_ARGS] and
+	 * error_failures (the only refusal kind the model counts). */
+	uint64_t refused_pool_args, error_failures;
 };
 
 struct model_rsv {
@@ -285,6 +293,7 @@ int model_ctx_set_unallocated(struct model *m, uint64_t bytes);
 int model_ctx_account_delalloc(struct model *m, int64_t delalloc_delta,
 			       int64_t ordered_delta);
 int model_ctx_set_error(struct model *m, int error);
+int model_ctx_clear_error(struct model *m);
 int model_ctx_shutdown(struct model *m);
 int model_ctx_run_pending(struct model *m);
 /* Does the pool of @kind exist (srsv_ctx_space() != NULL)?  Returns the
@@ -316,6 +325,14 @@ int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes);
 int model_space_set_full(struct model *m, int pool, bool full);
 /* srsv_space_enable_state(): call @state (0: every state) again. */
 int model_space_enable_state(struct model *m, int pool, int state);
+int model_space_set_reclaimable(struct model *m, int pool, int state,
+				uint64_t bytes);
+int model_space_load_used(struct model *m, int pool, uint64_t bytes);
+/* srsv_space_reserve_partial(); @got may be NULL (-EINVAL).  May return
+ * MODEL_BLOCKS (the reservation of @min would wait for ever). */
+int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
+				uint64_t max, int mode, unsigned flags,
+				uint64_t *got);
 
 /* ---- block reservations (rsv: index into m->rsvs) ---- */
 

@@ -580,6 +580,11 @@ static int engine_act(enum side s, int pool, int state)
 	case EO_SET_ERROR:
 		inner(s, s == LIB ? srsv_ctx_set_error(F.ctx, -EIO) :
 			 model_ctx_set_error(&F.m, -EIO));
+		/* Now and then the engine recovers at once: the tickets
+		 * failed, the walk goes on with whatever is queued after. */
+		if (a->arg >> 12 & 1)
+			inner(s, s == LIB ? srsv_ctx_clear_error(F.ctx) :
+				 model_ctx_clear_error(&F.m));
 		break;
 	case EO_NESTED:
 		inner(s, s == LIB ? srsv_ctx_run_pending(F.ctx) :
@@ -768,6 +773,8 @@ static void compare_space(int pool)
 		for (int s = 0; s < SRSV_STATE_COUNT; s++)
 			EQ("state disabled", st.states[s].disabled,
 			   (F.m.pools[mp].disabled >> s) & 1);
+		EQ("error_failures", st.error_failures,
+		   F.m.pools[mp].error_failures);
 	}
 	EQ("queued tickets", ln, mn);
 	for (size_t i = 0; i < ln && i < MODEL_TICKETS + 2; i++) {
@@ -1063,6 +1070,10 @@ static int setup(void)
 		cfg.flags |= SRSV_CTX_ZONED;
 	if (flags & 4)
 		cfg.flags |= SRSV_CTX_FIXED_CLAMP;
+	/* btrfs's data behaviour (no preemptive flushing of data pools: the
+	 * fuzzer's ctx has none anyway); the clamp rule differs. */
+	if (flags & 0x10)
+		cfg.flags |= SRSV_CTX_NO_DATA_PREEMPT;
 	if ((flags & 0xf8) == 0xf8)
 		cfg.flags |= 1u << 20;		/* unknown flag: -EINVAL */
 	cfg.flush = lib_flush;
@@ -1371,6 +1382,14 @@ static void op_set_error(void)
 		return;
 	EQ("set_error", srsv_ctx_set_error(F.ctx, err),
 	   model_ctx_set_error(&F.m, err));
+}
+
+/* The engine recovered (RocksDB's DB::Resume()): waiting is possible
+ * again.  Also without an error, and after a shutdown (-ESHUTDOWN). */
+static void op_clear_error(void)
+{
+	EQ("clear_error", srsv_ctx_clear_error(F.ctx),
+	   model_ctx_clear_error(&F.m));
 }
 
 static void op_shutdown(void)
@@ -1980,7 +1999,10 @@ enum {
 	OP_RSV_RELEASE, OP_RSV_FALLBACK, OP_RSV_FAILFAST, OP_GLOBAL,
 	OP_QUOTA_CREATE, OP_QUOTA, OP_ZONED_INIT, OP_ZONE_ADD, OP_ZONE,
 	OP_ENABLE_STATE, OP_BG_INIT, OP_BG_ADD, OP_BG_ALLOC, OP_BG_FREE,
-	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY, OP_RESCRIPT,
+	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY,
+	/* Added after the corpus was first built: appended, so that the
+	 * byte values of the ops above keep their meaning. */
+	OP_CLEAR_ERROR, OP_RESCRIPT,
 	OP_COUNT
 };
 
@@ -2028,6 +2050,7 @@ static const struct {
 	[OP_BG_REMOVE] = { "bgroup_remove", 2 },
 	[OP_BG_RECLAIM] = { "bgroup_reclaim", 3 },
 	[OP_BG_QUERY] = { "bgroup_query", 2 },
+	[OP_CLEAR_ERROR] = { "ctx_clear_error", 1 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -2093,6 +2116,7 @@ static void run_op(int op)
 	case OP_BG_REMOVE: op_bg_remove(); break;
 	case OP_BG_RECLAIM: op_bg_reclaim(); break;
 	case OP_BG_QUERY: op_bg_query(); break;
+	case OP_CLEAR_ERROR: op_clear_error(); break;
 	default: op_rescript(); break;
 	}
 	if (trace && F.m.bg_on)
