@@ -1266,6 +1266,47 @@ int model_space_enable_state(struct model *m, int pool, int state)
 	return 0;
 }
 
+/*
+ * srsv_space_set_reclaimable(): a figure per state, stored (not added);
+ * the snapshot shows the sum.  Bad input is counted as refused
+ * (SRSV_REFUSED_POOL_ARGS).
+ */
+int model_space_set_reclaimable(struct model *m, int pool, int state,
+				uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p)
+		return -EINVAL;
+	if (state <= 0 || state >= SRSV_STATE_COUNT || bytes > SRSV_MAX_BYTES) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	p->reclaimable[state] = bytes;
+	return 0;
+}
+
+/*
+ * srsv_space_load_used(): bytes already on the device become used, as a
+ * reservation that is used at once: only if they fit in the free space
+ * without overcommit (queued tickets do not matter, nothing is granted).
+ */
+int model_space_load_used(struct model *m, int pool, uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p)
+		return -EINVAL;
+	if (bad_size(bytes)) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	if (!fits(m, p, bytes, CHARGE_NO_OVERCOMMIT))
+		return -ENOSPC;
+	p->used += bytes;
+	return 0;
+}
+
 /* ---- block reservations ---- */
 
 static struct model_rsv *rsv_of(struct model *m, int rsv)
@@ -2427,6 +2468,17 @@ void model_space_info(const struct model *m, int pool,
 	memcpy(info->flushes, p->flushes, sizeof(info->flushes));
 	info->tickets_granted = p->granted;
 	info->tickets_failed = p->failed;
+	info->mover_rsv_size = p->mover_size;
+	info->mover_rsv_reserved = p->mover_reserved;
+	{
+		/* The figures of all states together, without wrapping. */
+		u128 sum = 0;
+
+		for (int st = 0; st < SRSV_STATE_COUNT; st++)
+			sum += p->reclaimable[st];
+		info->reclaimable = sum > UINT64_MAX ? UINT64_MAX :
+						       (uint64_t)sum;
+	}
 	for (int q = 0; q < 2; q++) {
 		for (unsigned i = 0; i < p->qlen[q]; i++, n++) {
 			const struct model_ticket *t =

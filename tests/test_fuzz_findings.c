@@ -16,6 +16,12 @@
  *                      a ctx with SRSV_CTX_NO_DATA_PREEMPT: btrfs's data
  *                      behaviour, with no preemptive flushing of data
  *                      whose clamp a data ticket would tighten
+ *   reclaimable_wrap   srsv_space_set_reclaimable() figures whose sum
+ *                      passes 2^64 (four states at SRSV_MAX_BYTES, each
+ *                      one allowed) wrap srsv_space_info::reclaimable,
+ *                      and the debt preemptive flushing and pacing read,
+ *                      to a small number; the model saturates the sum,
+ *                      as the library's other sums do (srsv__sat_add())
  *
  * Manual mode, no flush callback, the public API only: nothing here can
  * block (no call waits for a ticket), and Check runs each case in a child
@@ -113,16 +119,43 @@ START_TEST(test_clamp_no_data_preempt)
 }
 END_TEST
 
+/* Four states at the most one may report: 2^64, past any u64. */
+START_TEST(test_reclaimable_wrap)
+{
+	struct srsv_ctx *ctx = make(MANUAL);
+	struct srsv_space *d = srsv_ctx_space(ctx, SRSV_POOL_DATA);
+	static const int states[] = {
+		SRSV_STATE_DELALLOC_FULL, SRSV_STATE_RUN_DELAYED_IPUTS,
+		SRSV_STATE_COMMIT_TRANS, SRSV_STATE_RECLAIM_ZONES,
+	};
+
+	for (unsigned i = 0; i < 3; i++)
+		ck_assert_int_eq(srsv_space_set_reclaimable(d, states[i],
+							    SRSV_MAX_BYTES), 0);
+	ck_assert_uint_eq(snap(d).reclaimable, 3 * SRSV_MAX_BYTES);
+	ck_assert_int_eq(srsv_space_set_reclaimable(d, states[3],
+						    SRSV_MAX_BYTES), 0);
+	ck_assert_uint_eq(snap(d).reclaimable, UINT64_MAX);
+	/* Back under 2^64: the exact sum again. */
+	ck_assert_int_eq(srsv_space_set_reclaimable(d, states[0], 0), 0);
+	ck_assert_uint_eq(snap(d).reclaimable, 3 * SRSV_MAX_BYTES);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+}
+END_TEST
+
 static Suite *findings_suite(void)
 {
 	Suite *s = suite_create("fuzz_findings");
 	TCase *sys = tcase_create("clamp_system");
 	TCase *ndp = tcase_create("clamp_no_data_preempt");
+	TCase *wrap = tcase_create("reclaimable_wrap");
 
 	tcase_add_test(sys, test_clamp_system);
 	tcase_add_test(ndp, test_clamp_no_data_preempt);
+	tcase_add_test(wrap, test_reclaimable_wrap);
 	suite_add_tcase(s, sys);
 	suite_add_tcase(s, ndp);
+	suite_add_tcase(s, wrap);
 	return s;
 }
 

@@ -59,6 +59,10 @@
  *   applies its data-pool rule to every pool that is not metadata); the
  *   steering leaves those pools' clamp out of the comparison (nothing
  *   reads it: the fuzzer's ctx has no preemptive flushing).
+ * - KB_RECLAIMABLE_WRAP: srsv_space_set_reclaimable() figures that add up
+ *   past 2^64 (four states at SRSV_MAX_BYTES) wrap the library's sum, so
+ *   srsv_space_info::reclaimable (and the data pool's debt) reads small;
+ *   the model saturates.  The steering skips a call that would pass 2^64.
  * The three found earlier (an all-skipped async metadata array,
  * use_fallback on a DATA pool, waiting on a ticket whose reserve got a
  * NULL pool) are fixed in the library; their switches stay as regression
@@ -96,8 +100,10 @@
 /* Open disagreements: steered away from unless -DFUZZ_KNOWN_BUGS. */
 #ifdef FUZZ_KNOWN_BUGS
 #define KB_CLAMP_NOT_DATA 0
+#define KB_RECLAIMABLE_WRAP 0
 #else
 #define KB_CLAMP_NOT_DATA 1
+#define KB_RECLAIMABLE_WRAP 1
 #endif
 
 #define KiB (UINT64_C(1) << 10)
@@ -760,7 +766,8 @@ static void compare_space(int pool)
 	F_(ordered_bytes); F_(global_rsv_size); F_(global_rsv_reserved);
 	F_(trans_rsv_reserved); F_(delayed_rsv_reserved);
 	F_(delayed_refs_rsv_reserved); F_(preempt_runs); F_(async_runs);
-	F_(tickets_granted); F_(tickets_failed);
+	F_(tickets_granted); F_(tickets_failed); F_(mover_rsv_size);
+	F_(mover_rsv_reserved); F_(reclaimable);
 #undef F_
 	for (int s = 0; s < SRSV_SPACE_INFO_STATES; s++) {
 		EQ("flushes[state]", a.flushes[s], b.flushes[s]);
@@ -775,6 +782,8 @@ static void compare_space(int pool)
 			   (F.m.pools[mp].disabled >> s) & 1);
 		EQ("error_failures", st.error_failures,
 		   F.m.pools[mp].error_failures);
+		EQ("refused[POOL_ARGS]", st.refused[SRSV_REFUSED_POOL_ARGS],
+		   F.m.pools[mp].refused_pool_args);
 	}
 	EQ("queued tickets", ln, mn);
 	for (size_t i = 0; i < ln && i < MODEL_TICKETS + 2; i++) {
@@ -1392,6 +1401,45 @@ static void op_clear_error(void)
 	   model_ctx_clear_error(&F.m));
 }
 
+/* The engine's figure of what a state would free: a store per state,
+ * now and then a bad state or too many bytes. */
+static void op_set_reclaimable(void)
+{
+	int pool = rd_pool();
+	/* -1, 0 and SRSV_STATE_COUNT are bad input. */
+	int state = (int)(rd8() % (SRSV_STATE_COUNT + 2)) - 1;
+	uint8_t b = rd8();
+	/* 0, a size, or close to the most one state may report (a few
+	 * states of that add up past 2^64). */
+	uint64_t bytes = b < 32 ? 0 : b < 232 ? rd_size() :
+			 SRSV_MAX_BYTES - rd8();
+	int mp = mdl_pool(pool);
+
+	if (KB_RECLAIMABLE_WRAP && mp >= 0 && state > 0 &&
+	    state < SRSV_STATE_COUNT && bytes <= SRSV_MAX_BYTES) {
+		unsigned __int128 sum = bytes;
+
+		for (int st = 0; st < SRSV_STATE_COUNT; st++)
+			if (st != state)
+				sum += F.m.pools[mp].reclaimable[st];
+		if (sum > UINT64_MAX)
+			return;
+	}
+	EQ("set_reclaimable", srsv_space_set_reclaimable(lib_space(pool),
+							 state, bytes),
+	   model_space_set_reclaimable(&F.m, mdl_pool(pool), state, bytes));
+}
+
+/* Bytes already on the device counted as used (a restart). */
+static void op_load_used(void)
+{
+	int pool = rd_pool();
+	uint64_t bytes = rd_size();
+
+	EQ("load_used", srsv_space_load_used(lib_space(pool), bytes),
+	   model_space_load_used(&F.m, mdl_pool(pool), bytes));
+}
+
 static void op_shutdown(void)
 {
 	if (rd8() < 240)
@@ -2002,7 +2050,7 @@ enum {
 	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY,
 	/* Added after the corpus was first built: appended, so that the
 	 * byte values of the ops above keep their meaning. */
-	OP_CLEAR_ERROR, OP_RESCRIPT,
+	OP_CLEAR_ERROR, OP_SET_RECLAIMABLE, OP_LOAD_USED, OP_RESCRIPT,
 	OP_COUNT
 };
 
@@ -2051,6 +2099,8 @@ static const struct {
 	[OP_BG_RECLAIM] = { "bgroup_reclaim", 3 },
 	[OP_BG_QUERY] = { "bgroup_query", 2 },
 	[OP_CLEAR_ERROR] = { "ctx_clear_error", 1 },
+	[OP_SET_RECLAIMABLE] = { "space_set_reclaimable", 1 },
+	[OP_LOAD_USED] = { "space_load_used", 1 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -2117,6 +2167,8 @@ static void run_op(int op)
 	case OP_BG_RECLAIM: op_bg_reclaim(); break;
 	case OP_BG_QUERY: op_bg_query(); break;
 	case OP_CLEAR_ERROR: op_clear_error(); break;
+	case OP_SET_RECLAIMABLE: op_set_reclaimable(); break;
+	case OP_LOAD_USED: op_load_used(); break;
 	default: op_rescript(); break;
 	}
 	if (trace && F.m.bg_on)
