@@ -605,7 +605,10 @@ static void priority_reclaim(struct model *m, int pool, int t)
 	uint64_t to_reclaim;
 	unsigned rescues = 0;
 
-	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
+	/* FREE_SPACE_INODE, and a mover's FLUSH_DATA ticket (the only
+	 * FLUSH_DATA tickets on the priority queue): force growth. */
+	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE ||
+	    tk->mode == SRSV_FLUSH_DATA) {
 		priority_reclaim_data(m, pool, t);
 		return;
 	}
@@ -710,7 +713,8 @@ int model_create(struct model *m, const struct srsv_config *cfg)
 	if (!c.zone_bytes)
 		c.zone_bytes = UINT64_C(256) << 20;
 	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		if (c.pool_bytes[i] > SRSV_MAX_BYTES)
+		if (c.pool_bytes[i] > SRSV_MAX_BYTES ||
+		    c.mover_reserve_bytes[i] > SRSV_MAX_BYTES)
 			return -EINVAL;
 		sum += c.pool_bytes[i];
 	}
@@ -778,6 +782,22 @@ int model_create(struct model *m, const struct srsv_config *cfg)
 	if (c.global_rsv_bytes) {
 		m->rsvs[SRSV_RSV_GLOBAL].size = c.global_rsv_bytes;
 		global_settle(m);
+	}
+	/* The movers' reserves, after the global one: each takes what fits
+	 * of its size without overcommit; the rest comes as space comes
+	 * back (reserves_refill()). */
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		struct model_pool *p = &m->pools[k];
+		u128 used = claimed(p) + p->may_use;
+		uint64_t room;
+
+		if (!p->exists)
+			continue;
+		p->mover_size = c.mover_reserve_bytes[k];
+		room = used < p->total ? p->total - (uint64_t)used : 0;
+		room = min64(room, p->mover_size);
+		p->may_use += room;
+		p->mover_reserved = room;
 	}
 	m->created = true;
 	return 0;
@@ -927,10 +947,21 @@ static bool pending_for(const struct model_pool *p, int mode)
 	return p->qlen[MODEL_Q_PRIORITY] != 0;
 }
 
-static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
-			int mode)
+/*
+ * The mode whose queue-jumping rule a reservation follows: a mover
+ * (SRSV_RESERVE_MOVER) passes queued normal tickets, never priority ones,
+ * as the priority modes do.
+ */
+static int respected(int mode, unsigned flags)
 {
-	if (!pending_for(p, mode) && charge(m, p, bytes, mode))
+	return (flags & SRSV_RESERVE_MOVER) ? SRSV_FLUSH_LIMIT : mode;
+}
+
+static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
+			int mode, unsigned flags)
+{
+	if (!pending_for(p, respected(mode, flags)) &&
+	    charge(m, p, bytes, mode))
 		return true;
 	return mode == SRSV_FLUSH_EMERGENCY &&
 	       charge(m, p, bytes, CHARGE_EMERGENCY);
@@ -944,9 +975,16 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	struct model_ticket *tk = &m->tickets[t];
 
 	if (!p || bad_size(bytes) || mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
-	    (flags & ~(unsigned)SRSV_RESERVE_NOWAIT) || !mode_valid_for(p, mode))
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)) ||
+	    !mode_valid_for(p, mode))
 		return -EINVAL;
-	if (try_reserve(m, p, bytes, mode))
+	/* A mover is served from the movers' reserve first: the bytes are
+	 * in may_use already and change hands. */
+	if ((flags & SRSV_RESERVE_MOVER) && p->mover_reserved >= bytes) {
+		p->mover_reserved -= bytes;
+		return 0;
+	}
+	if (try_reserve(m, p, bytes, mode, flags))
 		return 0;
 	if (flags & SRSV_RESERVE_NOWAIT)
 		return -EAGAIN;
@@ -973,7 +1011,8 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	tk->mode = mode;
 	tk->bytes = bytes;
 	tk->orig_bytes = bytes;
-	tk->priority = !is_async_mode(mode);
+	/* A mover waits with the priority tickets, ahead of the writers. */
+	tk->priority = !is_async_mode(mode) || (flags & SRSV_RESERVE_MOVER);
 	tk->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
 	tk->state = MODEL_T_QUEUED;
 	{
@@ -1109,6 +1148,77 @@ int model_space_reserve_timeout(struct model *m, int pool, uint64_t bytes,
 	return reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags, true);
 }
 
+/*
+ * srsv__space_room(): the most one charge of @mode could take now (the
+ * admission rule of fits() solved for the bytes).
+ */
+static uint64_t room_for(const struct model *m, const struct model_pool *p,
+			 int mode)
+{
+	u128 used = claimed(p) + p->may_use;
+	u128 room = used < p->total ? p->total - used : 0, limit;
+
+	if (mode == CHARGE_NO_OVERCOMMIT || p->is_data)
+		return (uint64_t)room;
+	/* used + bytes < total + allowance */
+	limit = (u128)p->total + avail_free(m, mode);
+	if (limit > used + 1 && limit - used - 1 > room)
+		room = limit - used - 1;
+	return room > UINT64_MAX ? UINT64_MAX : (uint64_t)room;
+}
+
+/*
+ * srsv_space_reserve_partial(), as lib/reserve.c does it: a mover takes
+ * what its reserve holds up to @max if that is at least @min; else @max
+ * if it fits under the mode's rules; else what there is room for under
+ * the mode (when no ticket the mode respects is queued), if at least
+ * @min; else a reservation of @min, which may wait.
+ */
+int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
+				uint64_t max, int mode, unsigned flags,
+				uint64_t *got)
+{
+	struct model_pool *p = pool_of(m, pool);
+	uint64_t take;
+	int ret;
+
+	if (got)
+		*got = 0;
+	if (!p || !got)
+		return -EINVAL;
+	if (!min || min > max || max > SRSV_MAX_BYTES) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)) ||
+	    !mode_valid_for(p, mode))
+		return -EINVAL;
+	if (flags & SRSV_RESERVE_MOVER) {
+		take = min64(p->mover_reserved, max);
+		if (take >= min) {
+			p->mover_reserved -= take;
+			*got = take;
+			return 0;
+		}
+	}
+	if (try_reserve(m, p, max, mode, flags)) {
+		*got = max;
+		return 0;
+	}
+	if (!pending_for(p, respected(mode, flags))) {
+		take = min64(max, room_for(m, p, mode));
+		if (take >= min && charge(m, p, take, mode)) {
+			*got = take;
+			return 0;
+		}
+	}
+	ret = model_space_reserve(m, pool, min, mode, flags);
+	if (!ret)
+		*got = min;
+	return ret;
+}
+
 /* ---- transitions ---- */
 
 int model_space_release(struct model *m, int pool, uint64_t bytes)
@@ -1165,9 +1275,13 @@ int model_space_alloc(struct model *m, int pool, uint64_t bytes)
 	return move(m, pool, c_may_use, c_reserved, bytes, false);
 }
 
+static int to_free(struct model *m, int pool,
+		   uint64_t *(*from)(struct model_pool *), uint64_t bytes,
+		   bool unpinned);
+
 int model_space_free_reserved(struct model *m, int pool, uint64_t bytes)
 {
-	return move(m, pool, c_reserved, NULL, bytes, true);
+	return to_free(m, pool, c_reserved, bytes, false);
 }
 
 int model_space_commit_used(struct model *m, int pool, uint64_t bytes)
@@ -1180,35 +1294,55 @@ int model_space_pin(struct model *m, int pool, uint64_t bytes)
 	return move(m, pool, c_used, c_pinned, bytes, false);
 }
 
-int model_space_unpin(struct model *m, int pool, uint64_t bytes)
+/*
+ * Space came back (@bytes of it): btrfs_return_free_space().  On an unpin
+ * the global reserve, in this pool and below its size, takes its share
+ * first; then the movers' reserve is refilled up to its size.  Both are
+ * served before any ticket.  Returns what they took; the tickets are
+ * offered a grant only if bytes are left ("if (len)").
+ */
+static uint64_t reserves_refill(struct model *m, struct model_pool *p,
+				uint64_t bytes, bool unpinned)
 {
 	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
-	struct model_pool *p;
-	int ret = move(m, pool, c_pinned, NULL, bytes, false);
+	uint64_t took = 0, add;
+
+	if (unpinned && g->valid && &m->pools[g->pool] == p &&
+	    g->reserved < g->size) {
+		took = min64(bytes, g->size - g->reserved);
+		p->may_use += took;
+		g->reserved += took;
+	}
+	add = p->mover_size - min64(p->mover_size, p->mover_reserved);
+	add = min64(add, bytes - took);
+	p->may_use += add;
+	p->mover_reserved += add;
+	return took + add;
+}
+
+/* A move of @bytes to free, then the reserves' refill and the grant. */
+static int to_free(struct model *m, int pool,
+		   uint64_t *(*from)(struct model_pool *), uint64_t bytes,
+		   bool unpinned)
+{
+	int ret = move(m, pool, from, NULL, bytes, false);
+	struct model_pool *p = pool_of(m, pool);
 
 	if (ret)
 		return ret;
-	p = pool_of(m, pool);
-	/* btrfs_return_free_space(): the global reserve, in this pool and
-	 * below its size, takes the freed bytes before any ticket, and the
-	 * tickets are offered a grant only if some are left ("if (len)"). */
-	if (g->valid && &m->pools[g->pool] == p && g->reserved < g->size) {
-		uint64_t add = g->size - g->reserved;
-
-		if (add > bytes)
-			add = bytes;
-		p->may_use += add;
-		g->reserved += add;
-		bytes -= add;
-	}
-	if (bytes)
+	if (reserves_refill(m, p, bytes, unpinned) < bytes)
 		try_grant(m, p);
 	return 0;
 }
 
+int model_space_unpin(struct model *m, int pool, uint64_t bytes)
+{
+	return to_free(m, pool, c_pinned, bytes, true);
+}
+
 int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes)
 {
-	return move(m, pool, c_readonly, NULL, bytes, true);
+	return to_free(m, pool, c_readonly, bytes, false);
 }
 
 int model_space_grow(struct model *m, int pool, uint64_t bytes)
@@ -1219,7 +1353,9 @@ int model_space_grow(struct model *m, int pool, uint64_t bytes)
 		return -EINVAL;
 	p->total += bytes;
 	p->full = false;
-	try_grant(m, p);
+	/* New capacity refills the movers' reserve first. */
+	if (reserves_refill(m, p, bytes, false) < bytes)
+		try_grant(m, p);
 	return 0;
 }
 
@@ -3152,6 +3288,9 @@ int model_ctx_statfs(const struct model *m, struct srsv_statfs *st)
 			 * them. */
 			u128 busy = (u128)p->used + p->readonly +
 				    p->zone_unusable;
+
+			/* The movers' reserve is not for writers. */
+			busy += p->mover_size;
 
 			if (p->total > busy)
 				free_data += (p->total - busy) * f;

@@ -189,6 +189,8 @@ static struct {
 	/* The pool whose snapshot is being compared, or -1 (for the
 	 * message of a mismatch). */
 	int cmp_pool;
+	/* The ctx has movers' reserves: reservations may be a mover's. */
+	bool movers;
 	struct script script;
 
 	/* The library side. */
@@ -276,8 +278,15 @@ static unsigned rd_flags(void)
 {
 	uint8_t b = rd8();
 
-	if (b < 200)
-		return b % 4 == 0 ? SRSV_RESERVE_NOWAIT : 0;
+	if (b < 200) {
+		unsigned flags = b % 4 == 0 ? SRSV_RESERVE_NOWAIT : 0;
+
+		/* With movers: a quarter of the reservations are a mover's,
+		 * an eighth a NOWAIT mover's. */
+		if (F.movers && (b % 4 == 1 || b % 8 == 4))
+			flags |= SRSV_RESERVE_MOVER;
+		return flags;
+	}
 	return b;	/* unknown bits: -EINVAL */
 }
 
@@ -380,11 +389,13 @@ static void inner(enum side s, int ret)
 		e->inner[e->ninner++] = ret;
 }
 
-static int side_reserve(enum side s, int pool, uint64_t bytes, int mode)
+static int side_reserve(enum side s, int pool, uint64_t bytes, int mode,
+			unsigned flags)
 {
 	return s == LIB ? srsv_space_reserve(lib_space(pool), bytes,
-					     (enum srsv_flush)mode, 0) :
-			  model_space_reserve(&F.m, mdl_pool(pool), bytes, mode, 0);
+					     (enum srsv_flush)mode, flags) :
+			  model_space_reserve(&F.m, mdl_pool(pool), bytes, mode,
+					      flags);
 }
 
 static int side_release(enum side s, int pool, uint64_t bytes)
@@ -546,8 +557,12 @@ static int engine_act(enum side s, int pool, int state)
 		bool data = pool == SRSV_POOL_DATA;
 		int mode = a->op == EO_REENTER_NOFLUSH ? SRSV_NO_FLUSH :
 			   data ? SRSV_FLUSH_DATA : SRSV_FLUSH_ALL;
+		/* A cleaner's output, written from the callback: the
+		 * movers' reserve serves it without waiting. */
+		unsigned flags = F.movers && (a->arg >> 13 & 1) ?
+				 SRSV_RESERVE_MOVER : 0;
 
-		r = side_reserve(s, pool, a->arg, mode);
+		r = side_reserve(s, pool, a->arg, mode, flags);
 		inner(s, r);
 		if (!r)
 			inner(s, side_release(s, pool, a->arg));
@@ -1068,7 +1083,7 @@ static int setup(void)
 		.zone_reset = mdl_zone_reset,
 		.zone_relocate = mdl_zone_relocate,
 	};
-	uint8_t flags = rd8();
+	uint8_t flags = rd8(), b;
 	int lret, mret;
 
 	srsv_config_init(&cfg);
@@ -1083,18 +1098,31 @@ static int setup(void)
 	 * fuzzer's ctx has none anyway); the clamp rule differs. */
 	if (flags & 0x10)
 		cfg.flags |= SRSV_CTX_NO_DATA_PREEMPT;
+	/* Movers' reserves, and SRSV_RESERVE_MOVER in the reservations. */
+	F.movers = flags & 0x20;
 	if ((flags & 0xf8) == 0xf8)
 		cfg.flags |= 1u << 20;		/* unknown flag: -EINVAL */
 	cfg.flush = lib_flush;
 	if (rd8() & 1)
 		cfg.quota_flush = lib_quota_flush;
-	cfg.pool_bytes[SRSV_POOL_DATA] = (uint64_t)(rd8() % 64) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_METADATA] = (uint64_t)(rd8() % 64) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_SYSTEM] = (uint64_t)(rd8() % 8) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_MIXED] = (uint64_t)(rd8() % 64) * 256 * KiB;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		unsigned n = k == SRSV_POOL_SYSTEM ? 8 : 64;
+		uint8_t b = rd8();
+
+		cfg.pool_bytes[k] = (uint64_t)(b % n) * 256 * KiB;
+		/* Movers' reserves (setup flag 0x20) from the bits above:
+		 * none to 1.5 MiB, against pools of up to 16 MiB. */
+		if (F.movers)
+			cfg.mover_reserve_bytes[k] =
+				(uint64_t)(b / n % 4) * 512 * KiB;
+	}
 	cfg.unallocated_bytes = (uint64_t)rd8() * MiB;
 	cfg.metadata_raid_factor = rd8() % 6;		/* 5: -EINVAL */
-	cfg.global_rsv_bytes = (uint64_t)(rd8() % 16) * 64 * KiB;
+	b = rd8();
+	cfg.global_rsv_bytes = (uint64_t)(b % 16) * 64 * KiB;
+	if (F.movers && b >= 0xf0)
+		cfg.mover_reserve_bytes[b % SRSV_POOL_COUNT] =
+			SRSV_MAX_BYTES + 1;		/* -EINVAL */
 	cfg.zone_bytes = (uint64_t)(rd8() % 4 + 1) * MiB;
 	if (rd8() >= 250)
 		cfg.pool_bytes[SRSV_POOL_DATA] = rd_size();	/* maybe bad */
@@ -1187,6 +1215,50 @@ static void op_reserve(int kind)
 	if (!lret && mdl_pool(pool) >= 0) {
 		F.eng[LIB].held[mdl_pool(pool)] += bytes;
 		F.eng[MDL].held[mdl_pool(pool)] += bytes;
+	}
+}
+
+/*
+ * srsv_space_reserve_partial(): a minimum from rd_size(), a maximum
+ * mostly above it (sometimes equal, below, or huge), now and then a NULL
+ * @got.  Skipped, as op_reserve, when the model says the reservation of
+ * the minimum would wait for ever.
+ */
+static void op_reserve_partial(void)
+{
+	int pool = rd_pool(), mode = rd_mode(), lret, mret;
+	uint8_t b = rd8();
+	uint64_t min = rd_size(), max, lgot = 1, mgot = 1;
+	bool null_got = b == 0xff;
+	unsigned flags;
+
+	if (b < 160)
+		max = min + rd_size();
+	else if (b < 224)
+		max = min * (rd8() % 8 + 1);
+	else if (b < 240)
+		max = min;
+	else
+		max = rd_size();	/* may be below min: -EINVAL */
+	flags = rd_flags();
+	save_model();
+	mret = model_space_reserve_partial(&F.m, mdl_pool(pool), min, max,
+					   mode, flags,
+					   null_got ? NULL : &mgot);
+	if (mret == MODEL_BLOCKS) {
+		restore_model();
+		return;
+	}
+	lret = srsv_space_reserve_partial(lib_space(pool), min, max,
+					  (enum srsv_flush)mode, flags,
+					  null_got ? NULL : &lgot);
+	EQ("reserve_partial", lret, mret);
+	if (null_got)
+		return;
+	EQ("reserve_partial got", lgot, mgot);
+	if (!lret) {
+		F.eng[LIB].held[mdl_pool(pool)] += lgot;
+		F.eng[MDL].held[mdl_pool(pool)] += mgot;
 	}
 }
 
@@ -2050,7 +2122,8 @@ enum {
 	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY,
 	/* Added after the corpus was first built: appended, so that the
 	 * byte values of the ops above keep their meaning. */
-	OP_CLEAR_ERROR, OP_SET_RECLAIMABLE, OP_LOAD_USED, OP_RESCRIPT,
+	OP_CLEAR_ERROR, OP_SET_RECLAIMABLE, OP_LOAD_USED, OP_RESERVE_PARTIAL,
+	OP_RESCRIPT,
 	OP_COUNT
 };
 
@@ -2101,6 +2174,7 @@ static const struct {
 	[OP_CLEAR_ERROR] = { "ctx_clear_error", 1 },
 	[OP_SET_RECLAIMABLE] = { "space_set_reclaimable", 1 },
 	[OP_LOAD_USED] = { "space_load_used", 1 },
+	[OP_RESERVE_PARTIAL] = { "space_reserve_partial", 2 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -2169,7 +2243,31 @@ static void run_op(int op)
 	case OP_CLEAR_ERROR: op_clear_error(); break;
 	case OP_SET_RECLAIMABLE: op_set_reclaimable(); break;
 	case OP_LOAD_USED: op_load_used(); break;
+	case OP_RESERVE_PARTIAL: op_reserve_partial(); break;
 	default: op_rescript(); break;
+	}
+	if (trace) {
+		for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+			const struct model_pool *p = &F.m.pools[k];
+
+			if (!p->exists)
+				continue;
+			fprintf(stderr, "  pool %d: total %llu used %llu pinned "
+				"%llu reserved %llu may_use %llu mover %llu/%llu "
+				"tickets %u+%u granted %llu failed %llu "
+				"error_failures %llu\n", k,
+				(unsigned long long)p->total,
+				(unsigned long long)p->used,
+				(unsigned long long)p->pinned,
+				(unsigned long long)p->reserved,
+				(unsigned long long)p->may_use,
+				(unsigned long long)p->mover_reserved,
+				(unsigned long long)p->mover_size,
+				p->qlen[MODEL_Q_PRIORITY], p->qlen[MODEL_Q_NORMAL],
+				(unsigned long long)p->granted,
+				(unsigned long long)p->failed,
+				(unsigned long long)p->error_failures);
+		}
 	}
 	if (trace && F.m.bg_on)
 		fprintf(stderr, "  groups %u added %llu returned %llu sweeps %llu "
