@@ -885,30 +885,37 @@ int model_ctx_shutdown(struct model *m)
 	return 0;
 }
 
+/* The async work of one kind recorded so far: every pool marked for it,
+ * in kind order (lib/workers.c, srsv__worker_run_pending()). */
+static int run_kind(struct model *m, bool data)
+{
+	unsigned bits = data ? m->pending_data : m->pending_md;
+	int ran = 0;
+
+	if (data)
+		m->pending_data = 0;
+	else
+		m->pending_md = 0;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		if (!(bits & (1u << k)) || !m->pools[k].exists)
+			continue;
+		ran++;
+		if (data)
+			async_data(m, k);
+		else
+			async_md(m, k);
+	}
+	return ran;
+}
+
 int model_ctx_run_pending(struct model *m)
 {
-	unsigned bits;
-	int ran = 0;
+	int ran;
 
 	if (m->in_callback)
 		return -EDEADLK;
-	bits = m->pending_md;
-	m->pending_md = 0;
-	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
-		if (!(bits & (1u << k)) || !m->pools[k].exists)
-			continue;
-		ran++;
-		async_md(m, k);
-	}
-	bits = m->pending_data;
-	m->pending_data = 0;
-	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
-		if (!(bits & (1u << k)) || !m->pools[k].exists)
-			continue;
-		ran++;
-		async_data(m, k);
-	}
-	return ran;
+	ran = run_kind(m, false);
+	return ran + run_kind(m, true);
 }
 
 /* ---- the reserve path ---- */
@@ -1072,14 +1079,46 @@ int model_ticket_reserve(struct model *m, int pool, int slot, uint64_t bytes,
 	return ret;
 }
 
+/*
+ * Which async work serves normal ticket @t: the data walk for a FLUSH_DATA
+ * ticket, the metadata walk for the others; but a MIXED pool has one
+ * normal queue for both, served by the walk its first ticket started, so
+ * when only the other kind is pending for the pool, that one.
+ * (m->wait_own_kind: the ticket's own kind always, as the library does
+ * today; the fuzzer's steering.)
+ */
+static bool serves_data(const struct model *m, const struct model_ticket *tk)
+{
+	bool data = tk->mode == SRSV_FLUSH_DATA;
+	unsigned bit = 1u << tk->pool;
+
+	if (m->wait_own_kind)
+		return data;
+	if (data && !(m->pending_data & bit) && (m->pending_md & bit))
+		return false;
+	if (!data && !(m->pending_md & bit) && (m->pending_data & bit))
+		return true;
+	return data;
+}
+
+/*
+ * A wait without deadline.  A priority ticket runs its priority walk.  A
+ * normal ticket's waiter on a MANUAL ctx runs the async work that serves
+ * it, in its own thread (ctx.h, SRSV_CTX_MANUAL: "a single-threaded
+ * engine never waits for a thread that does not exist"), until the
+ * ticket ends or no such work is pending: then it would wait for ever
+ * (MODEL_BLOCKS).
+ */
 static int wait_forever(struct model *m, int t)
 {
 	struct model_ticket *tk = &m->tickets[t];
 
 	if (tk->state == MODEL_T_QUEUED && tk->priority)
 		priority_reclaim(m, tk->pool, t);
-	if (tk->state == MODEL_T_QUEUED)
-		return MODEL_BLOCKS;
+	while (tk->state == MODEL_T_QUEUED) {
+		if (!run_kind(m, serves_data(m, tk)))
+			return MODEL_BLOCKS;
+	}
 	return tk->error;
 }
 

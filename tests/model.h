@@ -72,8 +72,9 @@ extern "C" {
 #endif
 
 /* Returned (positive) by calls that would sleep for ever on a MANUAL ctx:
- * a normal ticket is still queued and nothing but srsv_ctx_run_pending()
- * from another thread could end it. */
+ * a normal ticket is still queued, its waiter found no async work to run
+ * for it, and nothing but srsv_ctx_run_pending() from another thread
+ * could end it. */
 #define MODEL_BLOCKS 1
 
 /* Ticket slots the caller may use (0 .. MODEL_TICKETS - 1); one more is
@@ -228,6 +229,10 @@ struct model {
 	/* Work recorded for srsv_ctx_run_pending(): pool-kind bitmasks of the
 	 * async metadata and async data workers. */
 	unsigned pending_md, pending_data;
+	/* Steering only (the fuzzer's KB_MANUAL_WAIT_MIXED): a waiter runs
+	 * the async work of its ticket's mode only, as the library does
+	 * today, even where the other kind serves its MIXED pool. */
+	bool wait_own_kind;
 
 	struct model_pool pools[SRSV_POOL_COUNT];
 	struct model_ticket tickets[MODEL_TICKETS + 1];

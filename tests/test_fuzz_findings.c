@@ -22,15 +22,26 @@
  *                      and the debt preemptive flushing and pacing read,
  *                      to a small number; the model saturates the sum,
  *                      as the library's other sums do (srsv__sat_add())
+ *   manual_wait_mixed  in manual mode a blocking wait runs the walk that
+ *                      serves its ticket (ctx.h, SRSV_CTX_MANUAL); on a
+ *                      MIXED pool a FLUSH_DATA waiter runs only the async
+ *                      data work, while the walk pending for the pool's
+ *                      one queue is the metadata one a FLUSH_ALL ticket
+ *                      started (and the other way round): the waiter
+ *                      waits for ever in a single-threaded engine
  *
- * Manual mode, no flush callback, the public API only: nothing here can
- * block (no call waits for a ticket), and Check runs each case in a child
- * process.
+ * Manual mode, no flush callback, the public API only.  Only
+ * manual_wait_mixed waits, in a thread of its own, under a deadline
+ * (then srsv_ctx_shutdown() ends the wait); Check runs each case in a
+ * child process.
  */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <libspacersv/spacersv.h>
 
@@ -143,19 +154,87 @@ START_TEST(test_reclaimable_wrap)
 }
 END_TEST
 
+struct waiter {
+	struct srsv_space *space;
+	enum srsv_flush mode;
+	int ret;
+	atomic_bool done;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = srsv_space_reserve(w->space, 64 * KiB, w->mode, 0);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+/* Does a blocking reservation of @mode return within 5 s while a normal
+ * ticket of @first is queued on the full MIXED pool? */
+static void check_mixed_wait(enum srsv_flush first, enum srsv_flush mode)
+{
+	struct srsv_config cfg;
+	struct srsv_ctx *ctx = NULL;
+	struct srsv_space *mix;
+	struct srsv_ticket t;
+	struct waiter w = { .mode = mode, .ret = 1 };
+	pthread_t th;
+	bool in_time = false;
+
+	srsv_config_init(&cfg);
+	cfg.flags = MANUAL | SRSV_CTX_MIXED;
+	cfg.pool_bytes[SRSV_POOL_MIXED] = 8 * MiB;
+	cfg.pool_bytes[SRSV_POOL_SYSTEM] = 4 * MiB;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &ctx), 0);
+	mix = srsv_ctx_space(ctx, SRSV_POOL_MIXED);
+	w.space = mix;
+	ck_assert_int_eq(srsv_space_reserve(mix, 8 * MiB, SRSV_NO_FLUSH, 0), 0);
+	/* Starts the pool's flusher: the walk of @first's kind is pending. */
+	ck_assert_int_eq(srsv_ticket_reserve(mix, &t, 64 * KiB, first, 0),
+			 -EINPROGRESS);
+	ck_assert_int_eq(pthread_create(&th, NULL, wait_main, &w), 0);
+	for (int i = 0; i < 500 && !in_time; i++) {
+		struct timespec ms10 = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ms10, NULL);
+		in_time = atomic_load(&w.done);
+	}
+	/* Ends the wait if it still hangs. */
+	ck_assert_int_eq(srsv_ctx_shutdown(ctx), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_msg(in_time, "a %s wait behind a %s ticket never returned "
+		      "(it ended with %d at shutdown)", srsv_flush_name(mode),
+		      srsv_flush_name(first), w.ret);
+	/* The walk (no flush callback: nothing to free) failed both. */
+	ck_assert_int_eq(w.ret, -ENOSPC);
+	ck_assert_int_eq(srsv_ticket_wait(&t, 0), -ENOSPC);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+}
+
+START_TEST(test_manual_wait_mixed)
+{
+	check_mixed_wait(SRSV_FLUSH_DATA, SRSV_FLUSH_ALL);
+	check_mixed_wait(SRSV_FLUSH_ALL, SRSV_FLUSH_DATA);
+}
+END_TEST
+
 static Suite *findings_suite(void)
 {
 	Suite *s = suite_create("fuzz_findings");
 	TCase *sys = tcase_create("clamp_system");
 	TCase *ndp = tcase_create("clamp_no_data_preempt");
 	TCase *wrap = tcase_create("reclaimable_wrap");
+	TCase *mixed = tcase_create("manual_wait_mixed");
 
 	tcase_add_test(sys, test_clamp_system);
 	tcase_add_test(ndp, test_clamp_no_data_preempt);
 	tcase_add_test(wrap, test_reclaimable_wrap);
+	tcase_add_test(mixed, test_manual_wait_mixed);
 	suite_add_tcase(s, sys);
 	suite_add_tcase(s, ndp);
 	suite_add_tcase(s, wrap);
+	suite_add_tcase(s, mixed);
 	return s;
 }
 

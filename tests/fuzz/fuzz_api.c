@@ -38,12 +38,15 @@
  * pool's reclaim threshold, and srsv_ctx_statfs().  The first difference aborts
  * with a description, which libFuzzer records as a crash.
  *
- * A MANUAL ctx never runs a worker, so a normal ticket waits for ever
- * unless srsv_ctx_run_pending() serves it: before a call that may block
- * (a flushing reserve, an rsv add or refill, a ticket wait without
- * deadline) the model is asked first, on a copy; if it says the call
- * would block, the call is skipped.  If the model is wrong and the library
- * blocks, libFuzzer's -timeout reports the hang.
+ * A MANUAL ctx has no worker thread: a waiter runs the walk that serves
+ * its normal ticket in its own thread, and waits for ever only when no
+ * such walk is pending (the ticket was queued while the pool's walk ran,
+ * which only a flush callback could do, and it cannot).  Before a call
+ * that may block (a flushing reserve, an rsv add or refill, a partial
+ * reservation, a ticket wait without deadline) the model is asked first,
+ * on a copy; if it says the call would block, the call is skipped.  If
+ * the model is wrong and the library blocks, libFuzzer's -timeout reports
+ * the hang.
  *
  * KNOWN DISAGREEMENTS
  *
@@ -59,6 +62,12 @@
  *   applies its data-pool rule to every pool that is not metadata); the
  *   steering leaves those pools' clamp out of the comparison (nothing
  *   reads it: the fuzzer's ctx has no preemptive flushing).
+ * - KB_MANUAL_WAIT_MIXED: a waiter on a MIXED pool runs the async work of
+ *   its ticket's mode only (data for FLUSH_DATA, metadata otherwise),
+ *   while the pool's one normal queue is served by the walk of the kind
+ *   its first ticket started: the waiter waits for ever.  The steering
+ *   (struct model::wait_own_kind) makes the model answer "blocks" there
+ *   too, so the call is skipped.
  * - KB_RECLAIMABLE_WRAP: srsv_space_set_reclaimable() figures that add up
  *   past 2^64 (four states at SRSV_MAX_BYTES) wrap the library's sum, so
  *   srsv_space_info::reclaimable (and the data pool's debt) reads small;
@@ -97,13 +106,21 @@
 #define KB_NULL_TICKET_WAIT 0
 #endif
 
-/* Open disagreements: steered away from unless -DFUZZ_KNOWN_BUGS. */
+/* Open disagreements: steered away from unless -DFUZZ_KNOWN_BUGS; each
+ * switch can also be set on its own (-DKB_CLAMP_NOT_DATA=0). */
 #ifdef FUZZ_KNOWN_BUGS
-#define KB_CLAMP_NOT_DATA 0
-#define KB_RECLAIMABLE_WRAP 0
+#define KB_OPEN 0
 #else
-#define KB_CLAMP_NOT_DATA 1
-#define KB_RECLAIMABLE_WRAP 1
+#define KB_OPEN 1
+#endif
+#ifndef KB_CLAMP_NOT_DATA
+#define KB_CLAMP_NOT_DATA KB_OPEN
+#endif
+#ifndef KB_MANUAL_WAIT_MIXED
+#define KB_MANUAL_WAIT_MIXED KB_OPEN
+#endif
+#ifndef KB_RECLAIMABLE_WRAP
+#define KB_RECLAIMABLE_WRAP KB_OPEN
 #endif
 
 #define KiB (UINT64_C(1) << 10)
@@ -1171,6 +1188,7 @@ static int setup(void)
 	if (lret)
 		return lret;
 	model_set_hooks(&F.m, &hooks);
+	F.m.wait_own_kind = KB_MANUAL_WAIT_MIXED;
 	compare_all();
 	if (flags & 8) {
 		bg_init_from_input();
