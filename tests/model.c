@@ -29,7 +29,17 @@
  *   library since, with the block groups' model);
  * - the use_fallback chain of an rsv in a pool that takes no EMERGENCY
  *   reservation (a DATA pool) ends with -ENOSPC, its documented "every
- *   step failed", not with the -EINVAL of the mode check.
+ *   step failed", not with the -EINVAL of the mode check;
+ * and, open (tests/test_fuzz_findings.c, suite 'pending'):
+ * - a normal ticket that starts the flusher raises the clamp of a data
+ *   pool that is flushed preemptively, and otherwise only while ordered <
+ *   delalloc (btrfs's maybe_clamp_preempt()): not on every SYSTEM pool's
+ *   ticket, nor on a data pool's with SRSV_CTX_NO_DATA_PREEMPT;
+ * - the engine's reclaimable figures are summed without wrapping
+ *   (saturated at 2^64 - 1);
+ * - a waiter on a MIXED pool runs the walk pending for the pool, whichever
+ *   kind its first ticket started, not only its own mode's (else it waits
+ *   for ever in a single-threaded engine).
  */
 #include <errno.h>
 #include <string.h>

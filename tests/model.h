@@ -17,18 +17,29 @@
  *   queues with every ticket's bytes and mode, full, flush (the async
  *   flusher is queued), force_alloc, the clamp (raised when a normal ticket
  *   starts async flushing), the statistics of the snapshot (flush calls per
- *   state, async runs, tickets granted and failed);
+ *   state, async runs, tickets granted and failed), error_failures and
+ *   refused[SRSV_REFUSED_POOL_ARGS] of srsv_space_get_stats(), the
+ *   engine's reclaimable figures per state (srsv_space_set_reclaimable()),
+ *   srsv_space_load_used();
+ * - the movers' reserve of each pool (srsv_config::mover_reserve_bytes):
+ *   filled at creation with what fits, refilled before any ticket on
+ *   every unpin (after the global reserve), free_reserved, clear_readonly
+ *   and grow; SRSV_RESERVE_MOVER reservations (the reserve first, then
+ *   the priority modes' queue-jumping rule, a priority ticket when they
+ *   must wait); srsv_space_reserve_partial();
  * - the admission rule (btrfs's __reserve_bytes: queue-jumping, plain fit,
  *   overcommit with calc_available_free_space, EMERGENCY), strict FIFO
  *   granting (priority queue first with NO_FLUSH overcommit, then the
  *   normal queue with FLUSH_ALL overcommit);
  * - the walks that srsv_ctx_run_pending() runs (async metadata with commit
- *   cycles and maybe_fail_all_tickets, async data with forced growth) and
- *   the priority walks a waiter runs (LIMIT, EVICT, FREE_SPACE_INODE), with
- *   stealing from the global reserve;
+ *   cycles and maybe_fail_all_tickets, async data with forced growth), the
+ *   same walks run by a waiter on a normal ticket (a MANUAL ctx has no
+ *   worker), and the priority walks a waiter runs (LIMIT, EVICT,
+ *   FREE_SPACE_INODE and a data mover's FLUSH_DATA), with stealing from
+ *   the global reserve; the error state and srsv_ctx_clear_error();
  * - block reservations: add, refill, use, migrate, release with spill
- *   targets, check, the use_fallback chain, failfast, the global reserve's
- *   resize;
+ *   targets, check, the use_fallback chain (a TREELOG rsv stops after its
+ *   NO_FLUSH try), failfast, the global reserve's resize;
  * - quotas: limit, the three reserved kinds, used, flush-and-retry once,
  *   NOFLUSH, NOWAIT;
  * - zones: groups, the active list and its tokens, hint, alloc, written,
@@ -50,9 +61,11 @@
  *   with its pool full runs RECLAIM_CHUNKS and COMMIT_TRANS, at most
  *   four times), and btrfs_statfs() (srsv_ctx_statfs(), any ctx).
  *
- * Not modelled: preemptive flushing (the model requires
- * SRSV_CTX_NO_PREEMPT and never enables it), time (timeouts are 0 or
- * "forever" only), threads.
+ * Not modelled: preemptive flushing and pacing (the model requires
+ * SRSV_CTX_NO_PREEMPT and never enables it; SRSV_CTX_NO_DATA_PREEMPT only
+ * changes the clamp rule then), time (timeouts are 0 or "forever" only),
+ * threads, SRSV_CTX_MANUAL_WAIT, SRSV_FLUSH_MAY_WAIT, asynchronous tickets,
+ * per-CPU caches, the refusal counts other than POOL_ARGS.
  *
  * The engine is the caller's: the model calls m->hooks.flush (and the
  * quota and zone callbacks) where the library would call the real ones,

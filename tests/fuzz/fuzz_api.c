@@ -17,12 +17,14 @@
  * data chunks are a few MiB, and the engine mostly grows pools by adding
  * groups (ALLOC_CHUNK), reports its commits (COMMIT_TRANS:
  * srsv_ctx_commit_done()) and relocates candidates (RECLAIM_CHUNKS: take,
- * find_free, alloc, free, done).  The rest is a sequence of up to MAX_OPS
- * calls, one opcode and its arguments each, over every public function of
- * the pools, tickets, block reservations, quotas, zones and block groups,
- * with sizes that are mostly sensible and
- * sometimes 0, huge, wrapped negative numbers, unknown modes, kinds and
- * flags.  When the bytes run out they read as zeros and the program ends.
+ * find_free, alloc, free, done).  Another flag bit gives the pools
+ * movers' reserves and makes a quarter of the reservations a mover's
+ * (SRSV_RESERVE_MOVER); another sets SRSV_CTX_NO_DATA_PREEMPT.  The rest
+ * is a sequence of up to MAX_OPS calls, one opcode and its arguments
+ * each, over every public function of the pools, tickets, block
+ * reservations, quotas, zones and block groups, with sizes that are
+ * mostly sensible and sometimes 0, huge, wrapped negative numbers,
+ * unknown modes, kinds and flags.  When the bytes run out they read as zeros and the program ends.
  *
  * HOW IT IS CHECKED
  *
