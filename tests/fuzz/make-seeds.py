@@ -260,6 +260,8 @@ def seeds():
     s.ticket(2, METADATA, ALL_STEAL, 256 * KIB, MOVER)	# priority ticket
     s.ticket(3, METADATA, LIMIT, 128 * KIB)
     s.wait(2)						# walk, then steal
+    s.transition(0, METADATA, 256 * KIB)		# held bytes allocated
+    s.transition(1, METADATA, 256 * KIB)		# freed: movers only
     s.transition(4, METADATA, 768 * KIB)		# global, movers
     s.transition(4, METADATA, 256 * KIB)		# movers
     s.transition(4, METADATA, MIB)			# movers, tickets
@@ -267,6 +269,30 @@ def seeds():
     s.run()
     s.wait0(1)
     out['seed-movers-metadata'] = s
+
+    # Movers pass a queued writer, not a priority ticket: from the
+    # reserve, then from the pool (NOWAIT: granted, not -EAGAIN), a
+    # partial grant of what there is room for past the writer, and a
+    # partial grant from a reserve that holds exactly the minimum.
+    s = Seed(MOV, pools=(8, 8, 1, 0), unallocated_mib=64,
+             movers=(2, 0, 0, 0))
+    s.reserve(DATA, NO_FLUSH, 5 * MIB)			# 2 MiB free
+    s.ticket(11, DATA, FLUSH_DATA, 4 * MIB)		# a writer queues
+    s.reserve(DATA, FLUSH_DATA, MIB, MOVER)		# the reserve
+    s.reserve(DATA, NO_FLUSH, 512 * KIB, MOVER | NOWAIT)	# passes
+    s.partial(DATA, FLUSH_DATA, 256 * KIB, 4 * MIB, MOVER)	# the rest
+    s.ticket(12, DATA, FSI, 64 * KIB)			# priority ticket
+    s.reserve(DATA, NO_FLUSH, 64 * KIB, MOVER | NOWAIT)	# respects it
+    s.op('OP_CANCEL', u8(12))
+    s.transition(5, DATA, MIB)				# grow: reserve full
+    s.transition(5, DATA, 8 * MIB)			# the writer, room
+    s.partial(DATA, FLUSH_DATA, MIB, MIB, MOVER)	# exactly min
+    # The same past a FLUSH_ALL writer, which a FLUSH_ALL reservation
+    # would respect: the overcommit room.
+    s.reserve(METADATA, NO_FLUSH, 8 * MIB)
+    s.ticket(13, METADATA, ALL, 16 * MIB)
+    s.partial(METADATA, ALL, 64 * KIB, 4 * MIB, MOVER)
+    out['seed-movers-pass'] = s
 
     # Partial grants: the mover's reserve within [min, max], max at once,
     # what there is room for (data, then metadata with overcommit), the
@@ -335,6 +361,7 @@ def seeds():
     s.load_used(DATA, 6 * MIB)
     s.load_used(DATA, 4 * MIB)				# -ENOSPC
     s.load_used(METADATA, 8 * MIB)
+    s.load_used(METADATA, 256 * KIB)			# no overcommit
     s.load_used(NULL_POOL, MIB)
     s.op('OP_LOAD_USED', u8(DATA), u8(0xc0))		# 0 bytes
     s.transition(3, DATA, 2 * MIB)
