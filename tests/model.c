@@ -39,7 +39,10 @@
  *   (saturated at 2^64 - 1);
  * - a waiter on a MIXED pool runs the walk pending for the pool, whichever
  *   kind its first ticket started, not only its own mode's (else it waits
- *   for ever in a single-threaded engine).
+ *   for ever in a single-threaded engine);
+ * - srsv_bgroup_reclaim_take() breaks ties in used bytes by the order the
+ *   candidates were marked, across pools (btrfs's one reclaim list), not
+ *   by pool kind first.
  */
 #include <errno.h>
 #include <string.h>
@@ -3168,6 +3171,17 @@ static bool still_candidate(const struct model *m, const struct model_bgroup *g)
 				reclaim_threshold(m, &m->pools[g->pool])));
 }
 
+/* Of two candidates with the same used bytes, is @g taken before @best?
+ * (m->bg_tie_by_pool: the lower pool kind first, then queue order, as
+ * the library does today; the fuzzer's steering.) */
+static bool tie_first(const struct model *m, const struct model_bgroup *g,
+		      const struct model_bgroup *best)
+{
+	if (m->bg_tie_by_pool && g->pool != best->pool)
+		return g->pool < best->pool;
+	return g->candidate_seq < best->candidate_seq;
+}
+
 int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 {
 	if (!m->bg_on || !info)
@@ -3188,10 +3202,11 @@ int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 				g->candidate = false;
 				continue;
 			}
-			/* The least used first; queue order on ties. */
+			/* The least used first; queue order on ties (one
+			 * list for every pool, as btrfs's reclaim_bgs). */
 			if (!best || g->used < best->used ||
 			    (g->used == best->used &&
-			     g->candidate_seq < best->candidate_seq))
+			     tie_first(m, g, best)))
 				best = g;
 		}
 		if (!best)

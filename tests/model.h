@@ -284,6 +284,9 @@ struct model {
 	uint64_t bg_reclaimable[SRSV_POOL_COUNT];
 	bool bg_ready[SRSV_POOL_COUNT];
 	struct srsv_bgroup_stats bgst;
+	/* Steering only (the fuzzer's KB_RECLAIM_TIE_POOLS): reclaim_take
+	 * breaks ties by pool kind first, as the library does today. */
+	bool bg_tie_by_pool;
 
 	/* Inside a flush callback (space, zone or quota). */
 	unsigned in_callback;

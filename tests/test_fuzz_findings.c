@@ -29,6 +29,12 @@
  *                      one queue is the metadata one a FLUSH_ALL ticket
  *                      started (and the other way round): the waiter
  *                      waits for ever in a single-threaded engine
+ *   reclaim_tie_pools  srsv_bgroup_reclaim_take() among candidates with
+ *                      the same used bytes takes the one of the lowest
+ *                      pool kind (the library keeps a candidate list per
+ *                      pool and walks them in kind order), where btrfs's
+ *                      one reclaim list, sorted stably by used bytes,
+ *                      gives the one marked first
  *
  * Manual mode, no flush callback, the public API only.  Only
  * manual_wait_mixed waits, in a thread of its own, under a deadline
@@ -219,6 +225,55 @@ START_TEST(test_manual_wait_mixed)
 }
 END_TEST
 
+/*
+ * Two groups of 4 MiB, METADATA then DATA, each 3 MiB used, freed down to
+ * 1 MiB in that order (each crosses the 50% threshold and is marked):
+ * btrfs_mark_bg_to_reclaim() queues them on one list in that order, and
+ * list_sort() by used bytes is stable, so the METADATA group comes first.
+ */
+START_TEST(test_reclaim_tie_pools)
+{
+	struct srsv_config cfg;
+	struct srsv_bgroup_config bcfg;
+	struct srsv_bgroup_info info;
+	struct srsv_ctx *ctx = NULL;
+	const uint64_t md = 0, data = 8 * MiB;
+
+	srsv_config_init(&cfg);
+	cfg.flags = MANUAL;
+	cfg.unallocated_bytes = 64 * MiB;
+	ck_assert_int_eq(srsv_ctx_create(&cfg, &ctx), 0);
+	ck_assert_int_eq(srsv_bgroup_config_init(&bcfg), 0);
+	bcfg.reclaim_threshold_pct = 50;
+	bcfg.dynamic_reclaim = false;
+	bcfg.periodic_reclaim = false;
+	ck_assert_int_eq(srsv_bgroups_init(ctx, &bcfg), 0);
+	ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_METADATA, md,
+					 4 * MiB), 0);
+	ck_assert_int_eq(srsv_bgroup_add(ctx, SRSV_POOL_DATA, data, 4 * MiB),
+			 0);
+	ck_assert_int_eq(srsv_bgroup_alloc(ctx, SRSV_POOL_METADATA, md,
+					   3 * MiB), 0);
+	ck_assert_int_eq(srsv_bgroup_alloc(ctx, SRSV_POOL_DATA, data,
+					   3 * MiB), 0);
+	/* Not pinned (transaction 0): candidates at once. */
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_METADATA, md,
+					  2 * MiB, 0), 0);
+	ck_assert_int_eq(srsv_bgroup_free(ctx, SRSV_POOL_DATA, data,
+					  2 * MiB, 0), 0);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, md, &info), 0);
+	ck_assert(info.candidate);
+	ck_assert_int_eq(srsv_bgroup_get(ctx, data, &info), 0);
+	ck_assert(info.candidate);
+	ck_assert_int_eq(srsv_bgroup_reclaim_take(ctx, &info), 0);
+	ck_assert_uint_eq(info.used, MiB);
+	ck_assert_msg(info.start == md, "took the group at %llu, not the "
+		      "METADATA one marked first", (unsigned long long)info.start);
+	ck_assert_int_eq(srsv_bgroup_reclaim_done(ctx, info.start, -EIO), 0);
+	ck_assert_int_eq(srsv_ctx_destroy(ctx), 0);
+}
+END_TEST
+
 static Suite *findings_suite(void)
 {
 	Suite *s = suite_create("fuzz_findings");
@@ -226,15 +281,18 @@ static Suite *findings_suite(void)
 	TCase *ndp = tcase_create("clamp_no_data_preempt");
 	TCase *wrap = tcase_create("reclaimable_wrap");
 	TCase *mixed = tcase_create("manual_wait_mixed");
+	TCase *tie = tcase_create("reclaim_tie_pools");
 
 	tcase_add_test(sys, test_clamp_system);
 	tcase_add_test(ndp, test_clamp_no_data_preempt);
 	tcase_add_test(wrap, test_reclaimable_wrap);
 	tcase_add_test(mixed, test_manual_wait_mixed);
+	tcase_add_test(tie, test_reclaim_tie_pools);
 	suite_add_tcase(s, sys);
 	suite_add_tcase(s, ndp);
 	suite_add_tcase(s, wrap);
 	suite_add_tcase(s, mixed);
+	suite_add_tcase(s, tie);
 	return s;
 }
 

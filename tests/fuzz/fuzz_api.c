@@ -74,6 +74,12 @@
  *   past 2^64 (four states at SRSV_MAX_BYTES) wrap the library's sum, so
  *   srsv_space_info::reclaimable (and the data pool's debt) reads small;
  *   the model saturates.  The steering skips a call that would pass 2^64.
+ * - KB_RECLAIM_TIE_POOLS: srsv_bgroup_reclaim_take() among candidates
+ *   with the same used bytes in different pools takes the lowest pool
+ *   kind's (a candidate list per pool, walked in kind order); btrfs's one
+ *   reclaim list, sorted stably, gives the one marked first.  The
+ *   steering (struct model::bg_tie_by_pool) makes the model choose as the
+ *   library does.
  * The three found earlier (an all-skipped async metadata array,
  * use_fallback on a DATA pool, waiting on a ticket whose reserve got a
  * NULL pool) are fixed in the library; their switches stay as regression
@@ -123,6 +129,9 @@
 #endif
 #ifndef KB_RECLAIMABLE_WRAP
 #define KB_RECLAIMABLE_WRAP KB_OPEN
+#endif
+#ifndef KB_RECLAIM_TIE_POOLS
+#define KB_RECLAIM_TIE_POOLS KB_OPEN
 #endif
 
 #define KiB (UINT64_C(1) << 10)
@@ -1126,8 +1135,8 @@ static int setup(void)
 		cfg.quota_flush = lib_quota_flush;
 	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
 		unsigned n = k == SRSV_POOL_SYSTEM ? 8 : 64;
-		uint8_t b = rd8();
 
+		b = rd8();
 		cfg.pool_bytes[k] = (uint64_t)(b % n) * 256 * KiB;
 		/* Movers' reserves (setup flag 0x20) from the bits above:
 		 * none to 1.5 MiB, against pools of up to 16 MiB. */
@@ -1191,6 +1200,7 @@ static int setup(void)
 		return lret;
 	model_set_hooks(&F.m, &hooks);
 	F.m.wait_own_kind = KB_MANUAL_WAIT_MIXED;
+	F.m.bg_tie_by_pool = KB_RECLAIM_TIE_POOLS;
 	compare_all();
 	if (flags & 8) {
 		bg_init_from_input();
@@ -2301,6 +2311,20 @@ static void run_op(int op)
 			(unsigned long long)F.m.bgst.reclaim_failed,
 			(unsigned long long)F.m.unallocated,
 			(unsigned long long)F.m.log_total);
+	for (unsigned i = 0; trace && F.m.bg_on && i < F.m.nr_bgs; i++) {
+		const struct model_bgroup *g = &F.m.bgs[i];
+
+		fprintf(stderr, "    group %llu+%llu pool %d used %llu pinned "
+			"%llu+%llu mark %u%s%s%s%s\n",
+			(unsigned long long)g->start,
+			(unsigned long long)g->length, g->pool,
+			(unsigned long long)g->used,
+			(unsigned long long)g->pinned[0],
+			(unsigned long long)g->pinned[1], g->reclaim_mark,
+			g->readonly ? " readonly" : "",
+			g->taken ? " taken" : "", g->unused ? " unused" : "",
+			g->candidate ? " candidate" : "");
+	}
 	compare_all();
 }
 
