@@ -29,7 +29,20 @@
  *   library since, with the block groups' model);
  * - the use_fallback chain of an rsv in a pool that takes no EMERGENCY
  *   reservation (a DATA pool) ends with -ENOSPC, its documented "every
- *   step failed", not with the -EINVAL of the mode check.
+ *   step failed", not with the -EINVAL of the mode check;
+ * and, open (tests/test_fuzz_findings.c, suite 'pending'):
+ * - a normal ticket that starts the flusher raises the clamp of a data
+ *   pool that is flushed preemptively, and otherwise only while ordered <
+ *   delalloc (btrfs's maybe_clamp_preempt()): not on every SYSTEM pool's
+ *   ticket, nor on a data pool's with SRSV_CTX_NO_DATA_PREEMPT;
+ * - the engine's reclaimable figures are summed without wrapping
+ *   (saturated at 2^64 - 1);
+ * - a waiter on a MIXED pool runs the walk pending for the pool, whichever
+ *   kind its first ticket started, not only its own mode's (else it waits
+ *   for ever in a single-threaded engine);
+ * - srsv_bgroup_reclaim_take() breaks ties in used bytes by the order the
+ *   candidates were marked, across pools (btrfs's one reclaim list), not
+ *   by pool kind first.
  */
 #include <errno.h>
 #include <string.h>
@@ -248,6 +261,11 @@ static void ticket_end(struct model *m, struct model_pool *p, int t,
 		p->failed++;
 	else
 		p->granted++;
+	/* srsv_space_stats::error_failures: tickets ended with the ctx's
+	 * error (whatever ended them: the error's failing of every ticket,
+	 * a walk, a cancel whose errno happens to be the same). */
+	if (error && error == m->error)
+		p->error_failures++;
 }
 
 /* btrfs_try_granting_tickets() */
@@ -600,7 +618,10 @@ static void priority_reclaim(struct model *m, int pool, int t)
 	uint64_t to_reclaim;
 	unsigned rescues = 0;
 
-	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE) {
+	/* FREE_SPACE_INODE, and a mover's FLUSH_DATA ticket (the only
+	 * FLUSH_DATA tickets on the priority queue): force growth. */
+	if (tk->mode == SRSV_FLUSH_FREE_SPACE_INODE ||
+	    tk->mode == SRSV_FLUSH_DATA) {
 		priority_reclaim_data(m, pool, t);
 		return;
 	}
@@ -634,7 +655,8 @@ static void priority_reclaim(struct model *m, int pool, int t)
 /* ---- ctx ---- */
 
 #define KNOWN_FLAGS (SRSV_CTX_MANUAL | SRSV_CTX_MIXED | SRSV_CTX_NO_PREEMPT | \
-		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP)
+		     SRSV_CTX_ZONED | SRSV_CTX_FIXED_CLAMP | \
+		     SRSV_CTX_NO_DATA_PREEMPT)
 
 static bool states_ok(const struct srsv_state_array *a)
 {
@@ -704,7 +726,8 @@ int model_create(struct model *m, const struct srsv_config *cfg)
 	if (!c.zone_bytes)
 		c.zone_bytes = UINT64_C(256) << 20;
 	for (int i = 0; i < SRSV_POOL_COUNT; i++) {
-		if (c.pool_bytes[i] > SRSV_MAX_BYTES)
+		if (c.pool_bytes[i] > SRSV_MAX_BYTES ||
+		    c.mover_reserve_bytes[i] > SRSV_MAX_BYTES)
 			return -EINVAL;
 		sum += c.pool_bytes[i];
 	}
@@ -773,6 +796,22 @@ int model_create(struct model *m, const struct srsv_config *cfg)
 		m->rsvs[SRSV_RSV_GLOBAL].size = c.global_rsv_bytes;
 		global_settle(m);
 	}
+	/* The movers' reserves, after the global one: each takes what fits
+	 * of its size without overcommit; the rest comes as space comes
+	 * back (reserves_refill()). */
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		struct model_pool *p = &m->pools[k];
+		u128 used = claimed(p) + p->may_use;
+		uint64_t room;
+
+		if (!p->exists)
+			continue;
+		p->mover_size = c.mover_reserve_bytes[k];
+		room = used < p->total ? p->total - (uint64_t)used : 0;
+		room = min64(room, p->mover_size);
+		p->may_use += room;
+		p->mover_reserved = room;
+	}
 	m->created = true;
 	return 0;
 }
@@ -836,6 +875,16 @@ int model_ctx_set_error(struct model *m, int error)
 	return 0;
 }
 
+/* srsv_ctx_clear_error(): waiting is possible again; what failed stays
+ * failed.  A shut-down ctx stays so. */
+int model_ctx_clear_error(struct model *m)
+{
+	if (m->closing)
+		return -ESHUTDOWN;
+	m->error = 0;
+	return 0;
+}
+
 int model_ctx_shutdown(struct model *m)
 {
 	if (m->in_callback)
@@ -849,30 +898,37 @@ int model_ctx_shutdown(struct model *m)
 	return 0;
 }
 
+/* The async work of one kind recorded so far: every pool marked for it,
+ * in kind order (lib/workers.c, srsv__worker_run_pending()). */
+static int run_kind(struct model *m, bool data)
+{
+	unsigned bits = data ? m->pending_data : m->pending_md;
+	int ran = 0;
+
+	if (data)
+		m->pending_data = 0;
+	else
+		m->pending_md = 0;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		if (!(bits & (1u << k)) || !m->pools[k].exists)
+			continue;
+		ran++;
+		if (data)
+			async_data(m, k);
+		else
+			async_md(m, k);
+	}
+	return ran;
+}
+
 int model_ctx_run_pending(struct model *m)
 {
-	unsigned bits;
-	int ran = 0;
+	int ran;
 
 	if (m->in_callback)
 		return -EDEADLK;
-	bits = m->pending_md;
-	m->pending_md = 0;
-	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
-		if (!(bits & (1u << k)) || !m->pools[k].exists)
-			continue;
-		ran++;
-		async_md(m, k);
-	}
-	bits = m->pending_data;
-	m->pending_data = 0;
-	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
-		if (!(bits & (1u << k)) || !m->pools[k].exists)
-			continue;
-		ran++;
-		async_data(m, k);
-	}
-	return ran;
+	ran = run_kind(m, false);
+	return ran + run_kind(m, true);
 }
 
 /* ---- the reserve path ---- */
@@ -911,10 +967,21 @@ static bool pending_for(const struct model_pool *p, int mode)
 	return p->qlen[MODEL_Q_PRIORITY] != 0;
 }
 
-static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
-			int mode)
+/*
+ * The mode whose queue-jumping rule a reservation follows: a mover
+ * (SRSV_RESERVE_MOVER) passes queued normal tickets, never priority ones,
+ * as the priority modes do.
+ */
+static int respected(int mode, unsigned flags)
 {
-	if (!pending_for(p, mode) && charge(m, p, bytes, mode))
+	return (flags & SRSV_RESERVE_MOVER) ? SRSV_FLUSH_LIMIT : mode;
+}
+
+static bool try_reserve(struct model *m, struct model_pool *p, uint64_t bytes,
+			int mode, unsigned flags)
+{
+	if (!pending_for(p, respected(mode, flags)) &&
+	    charge(m, p, bytes, mode))
 		return true;
 	return mode == SRSV_FLUSH_EMERGENCY &&
 	       charge(m, p, bytes, CHARGE_EMERGENCY);
@@ -928,9 +995,16 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	struct model_ticket *tk = &m->tickets[t];
 
 	if (!p || bad_size(bytes) || mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
-	    (flags & ~(unsigned)SRSV_RESERVE_NOWAIT) || !mode_valid_for(p, mode))
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)) ||
+	    !mode_valid_for(p, mode))
 		return -EINVAL;
-	if (try_reserve(m, p, bytes, mode))
+	/* A mover is served from the movers' reserve first: the bytes are
+	 * in may_use already and change hands. */
+	if ((flags & SRSV_RESERVE_MOVER) && p->mover_reserved >= bytes) {
+		p->mover_reserved -= bytes;
+		return 0;
+	}
+	if (try_reserve(m, p, bytes, mode, flags))
 		return 0;
 	if (flags & SRSV_RESERVE_NOWAIT)
 		return -EAGAIN;
@@ -944,8 +1018,11 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	/* Shut down refuses only what would wait, as the error state. */
 	if (m->closing)
 		return -ESHUTDOWN;
-	if (m->error)
+	if (m->error) {
+		/* Refused with the ctx's error: counted with the tickets. */
+		p->error_failures++;
 		return m->error;
+	}
 	if (no_queue)
 		return -ETIMEDOUT;
 
@@ -954,7 +1031,8 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	tk->mode = mode;
 	tk->bytes = bytes;
 	tk->orig_bytes = bytes;
-	tk->priority = !is_async_mode(mode);
+	/* A mover waits with the priority tickets, ahead of the writers. */
+	tk->priority = !is_async_mode(mode) || (flags & SRSV_RESERVE_MOVER);
 	tk->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
 	tk->state = MODEL_T_QUEUED;
 	{
@@ -1014,14 +1092,46 @@ int model_ticket_reserve(struct model *m, int pool, int slot, uint64_t bytes,
 	return ret;
 }
 
+/*
+ * Which async work serves normal ticket @t: the data walk for a FLUSH_DATA
+ * ticket, the metadata walk for the others; but a MIXED pool has one
+ * normal queue for both, served by the walk its first ticket started, so
+ * when only the other kind is pending for the pool, that one.
+ * (m->wait_own_kind: the ticket's own kind always, as the library does
+ * today; the fuzzer's steering.)
+ */
+static bool serves_data(const struct model *m, const struct model_ticket *tk)
+{
+	bool data = tk->mode == SRSV_FLUSH_DATA;
+	unsigned bit = 1u << tk->pool;
+
+	if (m->wait_own_kind)
+		return data;
+	if (data && !(m->pending_data & bit) && (m->pending_md & bit))
+		return false;
+	if (!data && !(m->pending_md & bit) && (m->pending_data & bit))
+		return true;
+	return data;
+}
+
+/*
+ * A wait without deadline.  A priority ticket runs its priority walk.  A
+ * normal ticket's waiter on a MANUAL ctx runs the async work that serves
+ * it, in its own thread (ctx.h, SRSV_CTX_MANUAL: "a single-threaded
+ * engine never waits for a thread that does not exist"), until the
+ * ticket ends or no such work is pending: then it would wait for ever
+ * (MODEL_BLOCKS).
+ */
 static int wait_forever(struct model *m, int t)
 {
 	struct model_ticket *tk = &m->tickets[t];
 
 	if (tk->state == MODEL_T_QUEUED && tk->priority)
 		priority_reclaim(m, tk->pool, t);
-	if (tk->state == MODEL_T_QUEUED)
-		return MODEL_BLOCKS;
+	while (tk->state == MODEL_T_QUEUED) {
+		if (!run_kind(m, serves_data(m, tk)))
+			return MODEL_BLOCKS;
+	}
 	return tk->error;
 }
 
@@ -1090,6 +1200,77 @@ int model_space_reserve_timeout(struct model *m, int pool, uint64_t bytes,
 	return reserve_start(m, pool, INTERNAL_SLOT, bytes, mode, flags, true);
 }
 
+/*
+ * srsv__space_room(): the most one charge of @mode could take now (the
+ * admission rule of fits() solved for the bytes).
+ */
+static uint64_t room_for(const struct model *m, const struct model_pool *p,
+			 int mode)
+{
+	u128 used = claimed(p) + p->may_use;
+	u128 room = used < p->total ? p->total - used : 0, limit;
+
+	if (mode == CHARGE_NO_OVERCOMMIT || p->is_data)
+		return (uint64_t)room;
+	/* used + bytes < total + allowance */
+	limit = (u128)p->total + avail_free(m, mode);
+	if (limit > used + 1 && limit - used - 1 > room)
+		room = limit - used - 1;
+	return room > UINT64_MAX ? UINT64_MAX : (uint64_t)room;
+}
+
+/*
+ * srsv_space_reserve_partial(), as lib/reserve.c does it: a mover takes
+ * what its reserve holds up to @max if that is at least @min; else @max
+ * if it fits under the mode's rules; else what there is room for under
+ * the mode (when no ticket the mode respects is queued), if at least
+ * @min; else a reservation of @min, which may wait.
+ */
+int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
+				uint64_t max, int mode, unsigned flags,
+				uint64_t *got)
+{
+	struct model_pool *p = pool_of(m, pool);
+	uint64_t take;
+	int ret;
+
+	if (got)
+		*got = 0;
+	if (!p || !got)
+		return -EINVAL;
+	if (!min || min > max || max > SRSV_MAX_BYTES) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	if (mode < 0 || mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)) ||
+	    !mode_valid_for(p, mode))
+		return -EINVAL;
+	if (flags & SRSV_RESERVE_MOVER) {
+		take = min64(p->mover_reserved, max);
+		if (take >= min) {
+			p->mover_reserved -= take;
+			*got = take;
+			return 0;
+		}
+	}
+	if (try_reserve(m, p, max, mode, flags)) {
+		*got = max;
+		return 0;
+	}
+	if (!pending_for(p, respected(mode, flags))) {
+		take = min64(max, room_for(m, p, mode));
+		if (take >= min && charge(m, p, take, mode)) {
+			*got = take;
+			return 0;
+		}
+	}
+	ret = model_space_reserve(m, pool, min, mode, flags);
+	if (!ret)
+		*got = min;
+	return ret;
+}
+
 /* ---- transitions ---- */
 
 int model_space_release(struct model *m, int pool, uint64_t bytes)
@@ -1146,9 +1327,13 @@ int model_space_alloc(struct model *m, int pool, uint64_t bytes)
 	return move(m, pool, c_may_use, c_reserved, bytes, false);
 }
 
+static int to_free(struct model *m, int pool,
+		   uint64_t *(*from)(struct model_pool *), uint64_t bytes,
+		   bool unpinned);
+
 int model_space_free_reserved(struct model *m, int pool, uint64_t bytes)
 {
-	return move(m, pool, c_reserved, NULL, bytes, true);
+	return to_free(m, pool, c_reserved, bytes, false);
 }
 
 int model_space_commit_used(struct model *m, int pool, uint64_t bytes)
@@ -1161,35 +1346,55 @@ int model_space_pin(struct model *m, int pool, uint64_t bytes)
 	return move(m, pool, c_used, c_pinned, bytes, false);
 }
 
-int model_space_unpin(struct model *m, int pool, uint64_t bytes)
+/*
+ * Space came back (@bytes of it): btrfs_return_free_space().  On an unpin
+ * the global reserve, in this pool and below its size, takes its share
+ * first; then the movers' reserve is refilled up to its size.  Both are
+ * served before any ticket.  Returns what they took; the tickets are
+ * offered a grant only if bytes are left ("if (len)").
+ */
+static uint64_t reserves_refill(struct model *m, struct model_pool *p,
+				uint64_t bytes, bool unpinned)
 {
 	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
-	struct model_pool *p;
-	int ret = move(m, pool, c_pinned, NULL, bytes, false);
+	uint64_t took = 0, add;
+
+	if (unpinned && g->valid && &m->pools[g->pool] == p &&
+	    g->reserved < g->size) {
+		took = min64(bytes, g->size - g->reserved);
+		p->may_use += took;
+		g->reserved += took;
+	}
+	add = p->mover_size - min64(p->mover_size, p->mover_reserved);
+	add = min64(add, bytes - took);
+	p->may_use += add;
+	p->mover_reserved += add;
+	return took + add;
+}
+
+/* A move of @bytes to free, then the reserves' refill and the grant. */
+static int to_free(struct model *m, int pool,
+		   uint64_t *(*from)(struct model_pool *), uint64_t bytes,
+		   bool unpinned)
+{
+	int ret = move(m, pool, from, NULL, bytes, false);
+	struct model_pool *p = pool_of(m, pool);
 
 	if (ret)
 		return ret;
-	p = pool_of(m, pool);
-	/* btrfs_return_free_space(): the global reserve, in this pool and
-	 * below its size, takes the freed bytes before any ticket, and the
-	 * tickets are offered a grant only if some are left ("if (len)"). */
-	if (g->valid && &m->pools[g->pool] == p && g->reserved < g->size) {
-		uint64_t add = g->size - g->reserved;
-
-		if (add > bytes)
-			add = bytes;
-		p->may_use += add;
-		g->reserved += add;
-		bytes -= add;
-	}
-	if (bytes)
+	if (reserves_refill(m, p, bytes, unpinned) < bytes)
 		try_grant(m, p);
 	return 0;
 }
 
+int model_space_unpin(struct model *m, int pool, uint64_t bytes)
+{
+	return to_free(m, pool, c_pinned, bytes, true);
+}
+
 int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes)
 {
-	return move(m, pool, c_readonly, NULL, bytes, true);
+	return to_free(m, pool, c_readonly, bytes, false);
 }
 
 int model_space_grow(struct model *m, int pool, uint64_t bytes)
@@ -1200,7 +1405,9 @@ int model_space_grow(struct model *m, int pool, uint64_t bytes)
 		return -EINVAL;
 	p->total += bytes;
 	p->full = false;
-	try_grant(m, p);
+	/* New capacity refills the movers' reserve first. */
+	if (reserves_refill(m, p, bytes, false) < bytes)
+		try_grant(m, p);
 	return 0;
 }
 
@@ -1244,6 +1451,47 @@ int model_space_enable_state(struct model *m, int pool, int state)
 	if (!p || state < 0 || state >= SRSV_STATE_COUNT)
 		return -EINVAL;
 	p->disabled &= state ? ~(UINT64_C(1) << state) : 0;
+	return 0;
+}
+
+/*
+ * srsv_space_set_reclaimable(): a figure per state, stored (not added);
+ * the snapshot shows the sum.  Bad input is counted as refused
+ * (SRSV_REFUSED_POOL_ARGS).
+ */
+int model_space_set_reclaimable(struct model *m, int pool, int state,
+				uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p)
+		return -EINVAL;
+	if (state <= 0 || state >= SRSV_STATE_COUNT || bytes > SRSV_MAX_BYTES) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	p->reclaimable[state] = bytes;
+	return 0;
+}
+
+/*
+ * srsv_space_load_used(): bytes already on the device become used, as a
+ * reservation that is used at once: only if they fit in the free space
+ * without overcommit (queued tickets do not matter, nothing is granted).
+ */
+int model_space_load_used(struct model *m, int pool, uint64_t bytes)
+{
+	struct model_pool *p = pool_of(m, pool);
+
+	if (!p)
+		return -EINVAL;
+	if (bad_size(bytes)) {
+		p->refused_pool_args++;
+		return -EINVAL;
+	}
+	if (!fits(m, p, bytes, CHARGE_NO_OVERCOMMIT))
+		return -ENOSPC;
+	p->used += bytes;
 	return 0;
 }
 
@@ -1340,7 +1588,10 @@ int model_rsv_refill(struct model *m, int rsv, uint64_t min_reserved,
 	uint64_t missing;
 	int ret;
 
-	if (!r || min_reserved > SRSV_MAX_BYTES)
+	/* rsv.h: bad input is refused even when nothing is missing. */
+	if (!r || min_reserved > SRSV_MAX_BYTES || mode < 0 ||
+	    mode >= SRSV_FLUSH_MODE_COUNT ||
+	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)))
 		return -EINVAL;
 	if (r->reserved >= min_reserved)
 		return 0;
@@ -1487,6 +1738,12 @@ try_reserve:
 	ret = model_space_reserve(m, r->pool, bytes, SRSV_NO_FLUSH, 0);
 	if (!ret)
 		goto out;
+	/* The log tree's rule (upstream 40f2b11c1b7c, "btrfs: don't allow
+	 * log trees to consume global reserve or overcommit metadata"): a
+	 * TREELOG rsv whose NO_FLUSH try failed fails with its answer; the
+	 * engine falls back to a full commit. */
+	if (r->type == SRSV_RSV_TREELOG)
+		return ret;
 	if (rsv != SRSV_RSV_GLOBAL && g && g->pool == r->pool &&
 	    !use_bytes(g, bytes)) {
 		paid = SRSV_RSV_GLOBAL;
@@ -2399,6 +2656,17 @@ void model_space_info(const struct model *m, int pool,
 	memcpy(info->flushes, p->flushes, sizeof(info->flushes));
 	info->tickets_granted = p->granted;
 	info->tickets_failed = p->failed;
+	info->mover_rsv_size = p->mover_size;
+	info->mover_rsv_reserved = p->mover_reserved;
+	{
+		/* The figures of all states together, without wrapping. */
+		u128 sum = 0;
+
+		for (int st = 0; st < SRSV_STATE_COUNT; st++)
+			sum += p->reclaimable[st];
+		info->reclaimable = sum > UINT64_MAX ? UINT64_MAX :
+						       (uint64_t)sum;
+	}
 	for (int q = 0; q < 2; q++) {
 		for (unsigned i = 0; i < p->qlen[q]; i++, n++) {
 			const struct model_ticket *t =
@@ -2903,6 +3171,17 @@ static bool still_candidate(const struct model *m, const struct model_bgroup *g)
 				reclaim_threshold(m, &m->pools[g->pool])));
 }
 
+/* Of two candidates with the same used bytes, is @g taken before @best?
+ * (m->bg_tie_by_pool: the lower pool kind first, then queue order, as
+ * the library does today; the fuzzer's steering.) */
+static bool tie_first(const struct model *m, const struct model_bgroup *g,
+		      const struct model_bgroup *best)
+{
+	if (m->bg_tie_by_pool && g->pool != best->pool)
+		return g->pool < best->pool;
+	return g->candidate_seq < best->candidate_seq;
+}
+
 int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 {
 	if (!m->bg_on || !info)
@@ -2923,10 +3202,11 @@ int model_bgroup_reclaim_take(struct model *m, struct srsv_bgroup_info *info)
 				g->candidate = false;
 				continue;
 			}
-			/* The least used first; queue order on ties. */
+			/* The least used first; queue order on ties (one
+			 * list for every pool, as btrfs's reclaim_bgs). */
 			if (!best || g->used < best->used ||
 			    (g->used == best->used &&
-			     g->candidate_seq < best->candidate_seq))
+			     tie_first(m, g, best)))
 				best = g;
 		}
 		if (!best)
@@ -3072,6 +3352,9 @@ int model_ctx_statfs(const struct model *m, struct srsv_statfs *st)
 			 * them. */
 			u128 busy = (u128)p->used + p->readonly +
 				    p->zone_unusable;
+
+			/* The movers' reserve is not for writers. */
+			busy += p->mover_size;
 
 			if (p->total > busy)
 				free_data += (p->total - busy) * f;

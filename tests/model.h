@@ -17,18 +17,29 @@
  *   queues with every ticket's bytes and mode, full, flush (the async
  *   flusher is queued), force_alloc, the clamp (raised when a normal ticket
  *   starts async flushing), the statistics of the snapshot (flush calls per
- *   state, async runs, tickets granted and failed);
+ *   state, async runs, tickets granted and failed), error_failures and
+ *   refused[SRSV_REFUSED_POOL_ARGS] of srsv_space_get_stats(), the
+ *   engine's reclaimable figures per state (srsv_space_set_reclaimable()),
+ *   srsv_space_load_used();
+ * - the movers' reserve of each pool (srsv_config::mover_reserve_bytes):
+ *   filled at creation with what fits, refilled before any ticket on
+ *   every unpin (after the global reserve), free_reserved, clear_readonly
+ *   and grow; SRSV_RESERVE_MOVER reservations (the reserve first, then
+ *   the priority modes' queue-jumping rule, a priority ticket when they
+ *   must wait); srsv_space_reserve_partial();
  * - the admission rule (btrfs's __reserve_bytes: queue-jumping, plain fit,
  *   overcommit with calc_available_free_space, EMERGENCY), strict FIFO
  *   granting (priority queue first with NO_FLUSH overcommit, then the
  *   normal queue with FLUSH_ALL overcommit);
  * - the walks that srsv_ctx_run_pending() runs (async metadata with commit
- *   cycles and maybe_fail_all_tickets, async data with forced growth) and
- *   the priority walks a waiter runs (LIMIT, EVICT, FREE_SPACE_INODE), with
- *   stealing from the global reserve;
+ *   cycles and maybe_fail_all_tickets, async data with forced growth), the
+ *   same walks run by a waiter on a normal ticket (a MANUAL ctx has no
+ *   worker), and the priority walks a waiter runs (LIMIT, EVICT,
+ *   FREE_SPACE_INODE and a data mover's FLUSH_DATA), with stealing from
+ *   the global reserve; the error state and srsv_ctx_clear_error();
  * - block reservations: add, refill, use, migrate, release with spill
- *   targets, check, the use_fallback chain, failfast, the global reserve's
- *   resize;
+ *   targets, check, the use_fallback chain (a TREELOG rsv stops after its
+ *   NO_FLUSH try), failfast, the global reserve's resize;
  * - quotas: limit, the three reserved kinds, used, flush-and-retry once,
  *   NOFLUSH, NOWAIT;
  * - zones: groups, the active list and its tokens, hint, alloc, written,
@@ -50,9 +61,11 @@
  *   with its pool full runs RECLAIM_CHUNKS and COMMIT_TRANS, at most
  *   four times), and btrfs_statfs() (srsv_ctx_statfs(), any ctx).
  *
- * Not modelled: preemptive flushing (the model requires
- * SRSV_CTX_NO_PREEMPT and never enables it), time (timeouts are 0 or
- * "forever" only), threads.
+ * Not modelled: preemptive flushing and pacing (the model requires
+ * SRSV_CTX_NO_PREEMPT and never enables it; SRSV_CTX_NO_DATA_PREEMPT only
+ * changes the clamp rule then), time (timeouts are 0 or "forever" only),
+ * threads, SRSV_CTX_MANUAL_WAIT, SRSV_FLUSH_MAY_WAIT, asynchronous tickets,
+ * per-CPU caches, the refusal counts other than POOL_ARGS.
  *
  * The engine is the caller's: the model calls m->hooks.flush (and the
  * quota and zone callbacks) where the library would call the real ones,
@@ -72,8 +85,9 @@ extern "C" {
 #endif
 
 /* Returned (positive) by calls that would sleep for ever on a MANUAL ctx:
- * a normal ticket is still queued and nothing but srsv_ctx_run_pending()
- * from another thread could end it. */
+ * a normal ticket is still queued, its waiter found no async work to run
+ * for it, and nothing but srsv_ctx_run_pending() from another thread
+ * could end it. */
 #define MODEL_BLOCKS 1
 
 /* Ticket slots the caller may use (0 .. MODEL_TICKETS - 1); one more is
@@ -136,6 +150,14 @@ struct model_pool {
 	uint64_t disabled;
 	uint64_t async_runs;
 	uint64_t granted, failed;
+	/* The movers' reserve (srsv_config::mover_reserve_bytes): its size
+	 * and the bytes of may_use it holds. */
+	uint64_t mover_size, mover_reserved;
+	/* srsv_space_set_reclaimable(): the engine's figure per state. */
+	uint64_t reclaimable[SRSV_STATE_COUNT];
+	/* srsv_space_stats: refused[SRSV_REFUSED_POOL_ARGS] and
+	 * error_failures (the only refusal kind the model counts). */
+	uint64_t refused_pool_args, error_failures;
 };
 
 struct model_rsv {
@@ -220,6 +242,10 @@ struct model {
 	/* Work recorded for srsv_ctx_run_pending(): pool-kind bitmasks of the
 	 * async metadata and async data workers. */
 	unsigned pending_md, pending_data;
+	/* Steering only (the fuzzer's KB_MANUAL_WAIT_MIXED): a waiter runs
+	 * the async work of its ticket's mode only, as the library does
+	 * today, even where the other kind serves its MIXED pool. */
+	bool wait_own_kind;
 
 	struct model_pool pools[SRSV_POOL_COUNT];
 	struct model_ticket tickets[MODEL_TICKETS + 1];
@@ -258,6 +284,9 @@ struct model {
 	uint64_t bg_reclaimable[SRSV_POOL_COUNT];
 	bool bg_ready[SRSV_POOL_COUNT];
 	struct srsv_bgroup_stats bgst;
+	/* Steering only (the fuzzer's KB_RECLAIM_TIE_POOLS): reclaim_take
+	 * breaks ties by pool kind first, as the library does today. */
+	bool bg_tie_by_pool;
 
 	/* Inside a flush callback (space, zone or quota). */
 	unsigned in_callback;
@@ -285,6 +314,7 @@ int model_ctx_set_unallocated(struct model *m, uint64_t bytes);
 int model_ctx_account_delalloc(struct model *m, int64_t delalloc_delta,
 			       int64_t ordered_delta);
 int model_ctx_set_error(struct model *m, int error);
+int model_ctx_clear_error(struct model *m);
 int model_ctx_shutdown(struct model *m);
 int model_ctx_run_pending(struct model *m);
 /* Does the pool of @kind exist (srsv_ctx_space() != NULL)?  Returns the
@@ -316,6 +346,14 @@ int model_space_clear_readonly(struct model *m, int pool, uint64_t bytes);
 int model_space_set_full(struct model *m, int pool, bool full);
 /* srsv_space_enable_state(): call @state (0: every state) again. */
 int model_space_enable_state(struct model *m, int pool, int state);
+int model_space_set_reclaimable(struct model *m, int pool, int state,
+				uint64_t bytes);
+int model_space_load_used(struct model *m, int pool, uint64_t bytes);
+/* srsv_space_reserve_partial(); @got may be NULL (-EINVAL).  May return
+ * MODEL_BLOCKS (the reservation of @min would wait for ever). */
+int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
+				uint64_t max, int mode, unsigned flags,
+				uint64_t *got);
 
 /* ---- block reservations (rsv: index into m->rsvs) ---- */
 

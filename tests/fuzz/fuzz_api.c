@@ -17,12 +17,14 @@
  * data chunks are a few MiB, and the engine mostly grows pools by adding
  * groups (ALLOC_CHUNK), reports its commits (COMMIT_TRANS:
  * srsv_ctx_commit_done()) and relocates candidates (RECLAIM_CHUNKS: take,
- * find_free, alloc, free, done).  The rest is a sequence of up to MAX_OPS
- * calls, one opcode and its arguments each, over every public function of
- * the pools, tickets, block reservations, quotas, zones and block groups,
- * with sizes that are mostly sensible and
- * sometimes 0, huge, wrapped negative numbers, unknown modes, kinds and
- * flags.  When the bytes run out they read as zeros and the program ends.
+ * find_free, alloc, free, done).  Another flag bit gives the pools
+ * movers' reserves and makes a quarter of the reservations a mover's
+ * (SRSV_RESERVE_MOVER); another sets SRSV_CTX_NO_DATA_PREEMPT.  The rest
+ * is a sequence of up to MAX_OPS calls, one opcode and its arguments
+ * each, over every public function of the pools, tickets, block
+ * reservations, quotas, zones and block groups, with sizes that are
+ * mostly sensible and sometimes 0, huge, wrapped negative numbers,
+ * unknown modes, kinds and flags.  When the bytes run out they read as zeros and the program ends.
  *
  * HOW IT IS CHECKED
  *
@@ -38,22 +40,50 @@
  * pool's reclaim threshold, and srsv_ctx_statfs().  The first difference aborts
  * with a description, which libFuzzer records as a crash.
  *
- * A MANUAL ctx never runs a worker, so a normal ticket waits for ever
- * unless srsv_ctx_run_pending() serves it: before a call that may block
- * (a flushing reserve, an rsv add or refill, a ticket wait without
- * deadline) the model is asked first, on a copy; if it says the call
- * would block, the call is skipped.  If the model is wrong and the library
- * blocks, libFuzzer's -timeout reports the hang.
+ * A MANUAL ctx has no worker thread: a waiter runs the walk that serves
+ * its normal ticket in its own thread, and waits for ever only when no
+ * such walk is pending (the ticket was queued while the pool's walk ran,
+ * which only a flush callback could do, and it cannot).  Before a call
+ * that may block (a flushing reserve, an rsv add or refill, a partial
+ * reservation, a ticket wait without deadline) the model is asked first,
+ * on a copy; if it says the call would block, the call is skipped.  If
+ * the model is wrong and the library blocks, libFuzzer's -timeout reports
+ * the hang.
  *
  * KNOWN DISAGREEMENTS
  *
- * None open.  Inputs that reach a disagreement already reported can be
- * steered away from it (define FUZZ_STEER_KNOWN_BUGS and set the KB_*
- * switches) so that a long run keeps exploring instead of finding the same
- * bug again.  The three the fuzzer found (an all-skipped async metadata
- * array, use_fallback on a DATA pool, waiting on a ticket whose reserve
- * got a NULL pool) are fixed in the library; their switches stay as
- * regression points.
+ * Inputs that reach a disagreement already reported are steered away from
+ * it, so that a long run keeps exploring instead of finding the same bug
+ * again.  Open ones (the library's to fix; tests/test_fuzz_findings.c
+ * reduces each to a few calls, in the meson suite 'pending') are steered
+ * by default: build with -DFUZZ_KNOWN_BUGS to turn that off and check a
+ * fix, then delete the switch.  Open:
+ * - KB_CLAMP_NOT_DATA: a normal ticket that starts the async flusher of a
+ *   SYSTEM pool, or of a DATA pool on a ctx with SRSV_CTX_NO_DATA_PREEMPT,
+ *   raises the library's clamp even when ordered >= delalloc (the library
+ *   applies its data-pool rule to every pool that is not metadata); the
+ *   steering leaves those pools' clamp out of the comparison (nothing
+ *   reads it: the fuzzer's ctx has no preemptive flushing).
+ * - KB_MANUAL_WAIT_MIXED: a waiter on a MIXED pool runs the async work of
+ *   its ticket's mode only (data for FLUSH_DATA, metadata otherwise),
+ *   while the pool's one normal queue is served by the walk of the kind
+ *   its first ticket started: the waiter waits for ever.  The steering
+ *   (struct model::wait_own_kind) makes the model answer "blocks" there
+ *   too, so the call is skipped.
+ * - KB_RECLAIMABLE_WRAP: srsv_space_set_reclaimable() figures that add up
+ *   past 2^64 (four states at SRSV_MAX_BYTES) wrap the library's sum, so
+ *   srsv_space_info::reclaimable (and the data pool's debt) reads small;
+ *   the model saturates.  The steering skips a call that would pass 2^64.
+ * - KB_RECLAIM_TIE_POOLS: srsv_bgroup_reclaim_take() among candidates
+ *   with the same used bytes in different pools takes the lowest pool
+ *   kind's (a candidate list per pool, walked in kind order); btrfs's one
+ *   reclaim list, sorted stably, gives the one marked first.  The
+ *   steering (struct model::bg_tie_by_pool) makes the model choose as the
+ *   library does.
+ * The three found earlier (an all-skipped async metadata array,
+ * use_fallback on a DATA pool, waiting on a ticket whose reserve got a
+ * NULL pool) are fixed in the library; their switches stay as regression
+ * points (define FUZZ_STEER_KNOWN_BUGS to steer them).
  *
  * To read a finding: FUZZ_TRACE=1 in the environment prints each op as it
  * runs (and the model's block-group figures after it), and a mismatch prints the failing op's callback calls on both
@@ -82,6 +112,26 @@
 #define KB_SKIPPED_ARRAY 0
 #define KB_FALLBACK_DATA 0
 #define KB_NULL_TICKET_WAIT 0
+#endif
+
+/* Open disagreements: steered away from unless -DFUZZ_KNOWN_BUGS; each
+ * switch can also be set on its own (-DKB_CLAMP_NOT_DATA=0). */
+#ifdef FUZZ_KNOWN_BUGS
+#define KB_OPEN 0
+#else
+#define KB_OPEN 1
+#endif
+#ifndef KB_CLAMP_NOT_DATA
+#define KB_CLAMP_NOT_DATA KB_OPEN
+#endif
+#ifndef KB_MANUAL_WAIT_MIXED
+#define KB_MANUAL_WAIT_MIXED KB_OPEN
+#endif
+#ifndef KB_RECLAIMABLE_WRAP
+#define KB_RECLAIMABLE_WRAP KB_OPEN
+#endif
+#ifndef KB_RECLAIM_TIE_POOLS
+#define KB_RECLAIM_TIE_POOLS KB_OPEN
 #endif
 
 #define KiB (UINT64_C(1) << 10)
@@ -164,6 +214,11 @@ static struct {
 	size_t n;
 	unsigned opno;
 	const char *opname;
+	/* The pool whose snapshot is being compared, or -1 (for the
+	 * message of a mismatch). */
+	int cmp_pool;
+	/* The ctx has movers' reserves: reservations may be a mover's. */
+	bool movers;
 	struct script script;
 
 	/* The library side. */
@@ -251,8 +306,15 @@ static unsigned rd_flags(void)
 {
 	uint8_t b = rd8();
 
-	if (b < 200)
-		return b % 4 == 0 ? SRSV_RESERVE_NOWAIT : 0;
+	if (b < 200) {
+		unsigned flags = b % 4 == 0 ? SRSV_RESERVE_NOWAIT : 0;
+
+		/* With movers: a quarter of the reservations are a mover's,
+		 * an eighth a NOWAIT mover's. */
+		if (F.movers && (b % 4 == 1 || b % 8 == 4))
+			flags |= SRSV_RESERVE_MOVER;
+		return flags;
+	}
 	return b;	/* unknown bits: -EINVAL */
 }
 
@@ -277,6 +339,8 @@ static void fail(int line, const char *fmt, ...)
 
 	fprintf(stderr, "fuzz_api: mismatch at op %u (%s), harness line %d: ",
 		F.opno, F.opname ? F.opname : "setup", line);
+	if (F.cmp_pool >= 0)
+		fprintf(stderr, "pool %d: ", F.cmp_pool);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -353,11 +417,13 @@ static void inner(enum side s, int ret)
 		e->inner[e->ninner++] = ret;
 }
 
-static int side_reserve(enum side s, int pool, uint64_t bytes, int mode)
+static int side_reserve(enum side s, int pool, uint64_t bytes, int mode,
+			unsigned flags)
 {
 	return s == LIB ? srsv_space_reserve(lib_space(pool), bytes,
-					     (enum srsv_flush)mode, 0) :
-			  model_space_reserve(&F.m, mdl_pool(pool), bytes, mode, 0);
+					     (enum srsv_flush)mode, flags) :
+			  model_space_reserve(&F.m, mdl_pool(pool), bytes, mode,
+					      flags);
 }
 
 static int side_release(enum side s, int pool, uint64_t bytes)
@@ -519,8 +585,12 @@ static int engine_act(enum side s, int pool, int state)
 		bool data = pool == SRSV_POOL_DATA;
 		int mode = a->op == EO_REENTER_NOFLUSH ? SRSV_NO_FLUSH :
 			   data ? SRSV_FLUSH_DATA : SRSV_FLUSH_ALL;
+		/* A cleaner's output, written from the callback: the
+		 * movers' reserve serves it without waiting. */
+		unsigned flags = F.movers && (a->arg >> 13 & 1) ?
+				 SRSV_RESERVE_MOVER : 0;
 
-		r = side_reserve(s, pool, a->arg, mode);
+		r = side_reserve(s, pool, a->arg, mode, flags);
 		inner(s, r);
 		if (!r)
 			inner(s, side_release(s, pool, a->arg));
@@ -559,6 +629,11 @@ static int engine_act(enum side s, int pool, int state)
 	case EO_SET_ERROR:
 		inner(s, s == LIB ? srsv_ctx_set_error(F.ctx, -EIO) :
 			 model_ctx_set_error(&F.m, -EIO));
+		/* Now and then the engine recovers at once: the tickets
+		 * failed, the walk goes on with whatever is queued after. */
+		if (a->arg >> 12 & 1)
+			inner(s, s == LIB ? srsv_ctx_clear_error(F.ctx) :
+				 model_ctx_clear_error(&F.m));
 		break;
 	case EO_NESTED:
 		inner(s, s == LIB ? srsv_ctx_run_pending(F.ctx) :
@@ -696,6 +771,19 @@ static int mdl_zone_relocate(struct model *m, int g, void *user)
 
 /* ---- comparing the states ---- */
 
+/*
+ * KB_CLAMP_NOT_DATA: a pool whose clamp the library raises on every
+ * normal ticket that starts its flusher, where btrfs's rule (ordered <
+ * delalloc) applies: a SYSTEM pool, a DATA pool without preemptive data
+ * flushing.
+ */
+static bool clamp_rule_open(int mp)
+{
+	return !F.m.pools[mp].is_metadata &&
+	       !(mp == SRSV_POOL_DATA &&
+		 !(F.m.flags & SRSV_CTX_NO_DATA_PREEMPT));
+}
+
 static void compare_space(int pool)
 {
 	struct srsv_ticket_info lt[MODEL_TICKETS + 2], mt[MODEL_TICKETS + 2];
@@ -714,12 +802,15 @@ static void compare_space(int pool)
 #define F_(x) EQ(#x, a.x, b.x)
 	F_(kind); F_(total); F_(used); F_(pinned); F_(reserved); F_(may_use);
 	F_(readonly); F_(zone_unusable); F_(reclaim_size); F_(tickets_id);
-	F_(clamp); F_(full); F_(flushing); F_(force_alloc); F_(nr_tickets);
+	if (!(KB_CLAMP_NOT_DATA && clamp_rule_open(mp)))
+		F_(clamp);
+	F_(full); F_(flushing); F_(force_alloc); F_(nr_tickets);
 	F_(nr_priority_tickets); F_(unallocated); F_(delalloc_bytes);
 	F_(ordered_bytes); F_(global_rsv_size); F_(global_rsv_reserved);
 	F_(trans_rsv_reserved); F_(delayed_rsv_reserved);
 	F_(delayed_refs_rsv_reserved); F_(preempt_runs); F_(async_runs);
-	F_(tickets_granted); F_(tickets_failed);
+	F_(tickets_granted); F_(tickets_failed); F_(mover_rsv_size);
+	F_(mover_rsv_reserved); F_(reclaimable);
 #undef F_
 	for (int s = 0; s < SRSV_SPACE_INFO_STATES; s++) {
 		EQ("flushes[state]", a.flushes[s], b.flushes[s]);
@@ -732,6 +823,10 @@ static void compare_space(int pool)
 		for (int s = 0; s < SRSV_STATE_COUNT; s++)
 			EQ("state disabled", st.states[s].disabled,
 			   (F.m.pools[mp].disabled >> s) & 1);
+		EQ("error_failures", st.error_failures,
+		   F.m.pools[mp].error_failures);
+		EQ("refused[POOL_ARGS]", st.refused[SRSV_REFUSED_POOL_ARGS],
+		   F.m.pools[mp].refused_pool_args);
 	}
 	EQ("queued tickets", ln, mn);
 	for (size_t i = 0; i < ln && i < MODEL_TICKETS + 2; i++) {
@@ -903,8 +998,11 @@ static void compare_all(void)
 	for (int p = 0; p < SRSV_POOL_COUNT; p++)
 		EQ("engine held", F.eng[LIB].held[p], F.eng[MDL].held[p]);
 	EQ("unallocated", srsv_ctx_unallocated(F.ctx), F.m.unallocated);
-	for (int p = 0; p < SRSV_POOL_COUNT; p++)
+	for (int p = 0; p < SRSV_POOL_COUNT; p++) {
+		F.cmp_pool = p;
 		compare_space(p);
+	}
+	F.cmp_pool = -1;
 	compare_rsvs();
 	compare_quotas();
 	compare_zones();
@@ -1013,7 +1111,7 @@ static int setup(void)
 		.zone_reset = mdl_zone_reset,
 		.zone_relocate = mdl_zone_relocate,
 	};
-	uint8_t flags = rd8();
+	uint8_t flags = rd8(), b;
 	int lret, mret;
 
 	srsv_config_init(&cfg);
@@ -1024,18 +1122,35 @@ static int setup(void)
 		cfg.flags |= SRSV_CTX_ZONED;
 	if (flags & 4)
 		cfg.flags |= SRSV_CTX_FIXED_CLAMP;
+	/* btrfs's data behaviour (no preemptive flushing of data pools: the
+	 * fuzzer's ctx has none anyway); the clamp rule differs. */
+	if (flags & 0x10)
+		cfg.flags |= SRSV_CTX_NO_DATA_PREEMPT;
+	/* Movers' reserves, and SRSV_RESERVE_MOVER in the reservations. */
+	F.movers = flags & 0x20;
 	if ((flags & 0xf8) == 0xf8)
 		cfg.flags |= 1u << 20;		/* unknown flag: -EINVAL */
 	cfg.flush = lib_flush;
 	if (rd8() & 1)
 		cfg.quota_flush = lib_quota_flush;
-	cfg.pool_bytes[SRSV_POOL_DATA] = (uint64_t)(rd8() % 64) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_METADATA] = (uint64_t)(rd8() % 64) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_SYSTEM] = (uint64_t)(rd8() % 8) * 256 * KiB;
-	cfg.pool_bytes[SRSV_POOL_MIXED] = (uint64_t)(rd8() % 64) * 256 * KiB;
+	for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+		unsigned n = k == SRSV_POOL_SYSTEM ? 8 : 64;
+
+		b = rd8();
+		cfg.pool_bytes[k] = (uint64_t)(b % n) * 256 * KiB;
+		/* Movers' reserves (setup flag 0x20) from the bits above:
+		 * none to 1.5 MiB, against pools of up to 16 MiB. */
+		if (F.movers)
+			cfg.mover_reserve_bytes[k] =
+				(uint64_t)(b / n % 4) * 512 * KiB;
+	}
 	cfg.unallocated_bytes = (uint64_t)rd8() * MiB;
 	cfg.metadata_raid_factor = rd8() % 6;		/* 5: -EINVAL */
-	cfg.global_rsv_bytes = (uint64_t)(rd8() % 16) * 64 * KiB;
+	b = rd8();
+	cfg.global_rsv_bytes = (uint64_t)(b % 16) * 64 * KiB;
+	if (F.movers && b >= 0xf0)
+		cfg.mover_reserve_bytes[b % SRSV_POOL_COUNT] =
+			SRSV_MAX_BYTES + 1;		/* -EINVAL */
 	cfg.zone_bytes = (uint64_t)(rd8() % 4 + 1) * MiB;
 	if (rd8() >= 250)
 		cfg.pool_bytes[SRSV_POOL_DATA] = rd_size();	/* maybe bad */
@@ -1084,6 +1199,8 @@ static int setup(void)
 	if (lret)
 		return lret;
 	model_set_hooks(&F.m, &hooks);
+	F.m.wait_own_kind = KB_MANUAL_WAIT_MIXED;
+	F.m.bg_tie_by_pool = KB_RECLAIM_TIE_POOLS;
 	compare_all();
 	if (flags & 8) {
 		bg_init_from_input();
@@ -1128,6 +1245,50 @@ static void op_reserve(int kind)
 	if (!lret && mdl_pool(pool) >= 0) {
 		F.eng[LIB].held[mdl_pool(pool)] += bytes;
 		F.eng[MDL].held[mdl_pool(pool)] += bytes;
+	}
+}
+
+/*
+ * srsv_space_reserve_partial(): a minimum from rd_size(), a maximum
+ * mostly above it (sometimes equal, below, or huge), now and then a NULL
+ * @got.  Skipped, as op_reserve, when the model says the reservation of
+ * the minimum would wait for ever.
+ */
+static void op_reserve_partial(void)
+{
+	int pool = rd_pool(), mode = rd_mode(), lret, mret;
+	uint8_t b = rd8();
+	uint64_t min = rd_size(), max, lgot = 1, mgot = 1;
+	bool null_got = b == 0xff;
+	unsigned flags;
+
+	if (b < 160)
+		max = min + rd_size();
+	else if (b < 224)
+		max = min * (rd8() % 8 + 1);
+	else if (b < 240)
+		max = min;
+	else
+		max = rd_size();	/* may be below min: -EINVAL */
+	flags = rd_flags();
+	save_model();
+	mret = model_space_reserve_partial(&F.m, mdl_pool(pool), min, max,
+					   mode, flags,
+					   null_got ? NULL : &mgot);
+	if (mret == MODEL_BLOCKS) {
+		restore_model();
+		return;
+	}
+	lret = srsv_space_reserve_partial(lib_space(pool), min, max,
+					  (enum srsv_flush)mode, flags,
+					  null_got ? NULL : &lgot);
+	EQ("reserve_partial", lret, mret);
+	if (null_got)
+		return;
+	EQ("reserve_partial got", lgot, mgot);
+	if (!lret) {
+		F.eng[LIB].held[mdl_pool(pool)] += lgot;
+		F.eng[MDL].held[mdl_pool(pool)] += mgot;
 	}
 }
 
@@ -1332,6 +1493,53 @@ static void op_set_error(void)
 		return;
 	EQ("set_error", srsv_ctx_set_error(F.ctx, err),
 	   model_ctx_set_error(&F.m, err));
+}
+
+/* The engine recovered (RocksDB's DB::Resume()): waiting is possible
+ * again.  Also without an error, and after a shutdown (-ESHUTDOWN). */
+static void op_clear_error(void)
+{
+	EQ("clear_error", srsv_ctx_clear_error(F.ctx),
+	   model_ctx_clear_error(&F.m));
+}
+
+/* The engine's figure of what a state would free: a store per state,
+ * now and then a bad state or too many bytes. */
+static void op_set_reclaimable(void)
+{
+	int pool = rd_pool();
+	/* -1, 0 and SRSV_STATE_COUNT are bad input. */
+	int state = (int)(rd8() % (SRSV_STATE_COUNT + 2)) - 1;
+	uint8_t b = rd8();
+	/* 0, a size, or close to the most one state may report (a few
+	 * states of that add up past 2^64). */
+	uint64_t bytes = b < 32 ? 0 : b < 232 ? rd_size() :
+			 SRSV_MAX_BYTES - rd8();
+	int mp = mdl_pool(pool);
+
+	if (KB_RECLAIMABLE_WRAP && mp >= 0 && state > 0 &&
+	    state < SRSV_STATE_COUNT && bytes <= SRSV_MAX_BYTES) {
+		unsigned __int128 sum = bytes;
+
+		for (int st = 0; st < SRSV_STATE_COUNT; st++)
+			if (st != state)
+				sum += F.m.pools[mp].reclaimable[st];
+		if (sum > UINT64_MAX)
+			return;
+	}
+	EQ("set_reclaimable", srsv_space_set_reclaimable(lib_space(pool),
+							 state, bytes),
+	   model_space_set_reclaimable(&F.m, mdl_pool(pool), state, bytes));
+}
+
+/* Bytes already on the device counted as used (a restart). */
+static void op_load_used(void)
+{
+	int pool = rd_pool();
+	uint64_t bytes = rd_size();
+
+	EQ("load_used", srsv_space_load_used(lib_space(pool), bytes),
+	   model_space_load_used(&F.m, mdl_pool(pool), bytes));
 }
 
 static void op_shutdown(void)
@@ -1941,7 +2149,11 @@ enum {
 	OP_RSV_RELEASE, OP_RSV_FALLBACK, OP_RSV_FAILFAST, OP_GLOBAL,
 	OP_QUOTA_CREATE, OP_QUOTA, OP_ZONED_INIT, OP_ZONE_ADD, OP_ZONE,
 	OP_ENABLE_STATE, OP_BG_INIT, OP_BG_ADD, OP_BG_ALLOC, OP_BG_FREE,
-	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY, OP_RESCRIPT,
+	OP_BG_COMMIT, OP_BG_REMOVE, OP_BG_RECLAIM, OP_BG_QUERY,
+	/* Added after the corpus was first built: appended, so that the
+	 * byte values of the ops above keep their meaning. */
+	OP_CLEAR_ERROR, OP_SET_RECLAIMABLE, OP_LOAD_USED, OP_RESERVE_PARTIAL,
+	OP_RESCRIPT,
 	OP_COUNT
 };
 
@@ -1989,6 +2201,10 @@ static const struct {
 	[OP_BG_REMOVE] = { "bgroup_remove", 2 },
 	[OP_BG_RECLAIM] = { "bgroup_reclaim", 3 },
 	[OP_BG_QUERY] = { "bgroup_query", 2 },
+	[OP_CLEAR_ERROR] = { "ctx_clear_error", 1 },
+	[OP_SET_RECLAIMABLE] = { "space_set_reclaimable", 1 },
+	[OP_LOAD_USED] = { "space_load_used", 1 },
+	[OP_RESERVE_PARTIAL] = { "space_reserve_partial", 2 },
 	[OP_RESCRIPT] = { "rescript", 0 },	/* the rest of 256 */
 };
 
@@ -2054,7 +2270,34 @@ static void run_op(int op)
 	case OP_BG_REMOVE: op_bg_remove(); break;
 	case OP_BG_RECLAIM: op_bg_reclaim(); break;
 	case OP_BG_QUERY: op_bg_query(); break;
+	case OP_CLEAR_ERROR: op_clear_error(); break;
+	case OP_SET_RECLAIMABLE: op_set_reclaimable(); break;
+	case OP_LOAD_USED: op_load_used(); break;
+	case OP_RESERVE_PARTIAL: op_reserve_partial(); break;
 	default: op_rescript(); break;
+	}
+	if (trace) {
+		for (int k = 0; k < SRSV_POOL_COUNT; k++) {
+			const struct model_pool *p = &F.m.pools[k];
+
+			if (!p->exists)
+				continue;
+			fprintf(stderr, "  pool %d: total %llu used %llu pinned "
+				"%llu reserved %llu may_use %llu mover %llu/%llu "
+				"tickets %u+%u granted %llu failed %llu "
+				"error_failures %llu\n", k,
+				(unsigned long long)p->total,
+				(unsigned long long)p->used,
+				(unsigned long long)p->pinned,
+				(unsigned long long)p->reserved,
+				(unsigned long long)p->may_use,
+				(unsigned long long)p->mover_reserved,
+				(unsigned long long)p->mover_size,
+				p->qlen[MODEL_Q_PRIORITY], p->qlen[MODEL_Q_NORMAL],
+				(unsigned long long)p->granted,
+				(unsigned long long)p->failed,
+				(unsigned long long)p->error_failures);
+		}
 	}
 	if (trace && F.m.bg_on)
 		fprintf(stderr, "  groups %u added %llu returned %llu sweeps %llu "
@@ -2068,6 +2311,20 @@ static void run_op(int op)
 			(unsigned long long)F.m.bgst.reclaim_failed,
 			(unsigned long long)F.m.unallocated,
 			(unsigned long long)F.m.log_total);
+	for (unsigned i = 0; trace && F.m.bg_on && i < F.m.nr_bgs; i++) {
+		const struct model_bgroup *g = &F.m.bgs[i];
+
+		fprintf(stderr, "    group %llu+%llu pool %d used %llu pinned "
+			"%llu+%llu mark %u%s%s%s%s\n",
+			(unsigned long long)g->start,
+			(unsigned long long)g->length, g->pool,
+			(unsigned long long)g->used,
+			(unsigned long long)g->pinned[0],
+			(unsigned long long)g->pinned[1], g->reclaim_mark,
+			g->readonly ? " readonly" : "",
+			g->taken ? " taken" : "", g->unused ? " unused" : "",
+			g->candidate ? " candidate" : "");
+	}
 	compare_all();
 }
 
@@ -2086,6 +2343,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	memset(&F, 0, sizeof(F));
+	F.cmp_pool = -1;
 	F.p = data;
 	F.n = size;
 	for (int i = 0; i < NSLOTS; i++) {
