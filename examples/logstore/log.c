@@ -668,8 +668,7 @@ static bool check_pools(struct logstore *ls, struct ls_verify_report *rep,
 	if (!expect(rep, "data used", di.used, idx->live_bytes) ||
 	    !expect(rep, "data pinned", di.pinned, dead_bytes) ||
 	    !expect(rep, "data reserved", di.reserved, 0) ||
-	    !expect(rep, "data may_use", di.may_use,
-		    atomic_load(&ls->reserve_held)) ||
+	    !expect(rep, "data may_use", di.may_use, di.mover_rsv_reserved) ||
 	    !expect(rep, "data total", di.total, ls->opt.capacity) ||
 	    !expect(rep, "data tickets", di.nr_tickets + di.nr_priority_tickets,
 		    0) ||

@@ -790,17 +790,13 @@ START_TEST(test_nowait)
 	pthread_mutex_lock(&ls->log_lock);
 	ck_assert_int_eq(nowait_put_elsewhere(ls), -EAGAIN);
 	pthread_mutex_unlock(&ls->log_lock);
-	/* The cleaner refilling behind the gate: -EAGAIN too. */
-	pthread_rwlock_wrlock(&ls->gate);
-	ck_assert_int_eq(nowait_put_elsewhere(ls), -EAGAIN);
-	pthread_rwlock_unlock(&ls->gate);
 	/* The head segment full: a new file would be made, -EAGAIN. */
 	for (k = 2; k <= 256; k++)
 		ck_assert_int_eq(put(ls, 0, k, 1, 0), 0);
 	ck_assert_int_eq(put(ls, 0, 300, 1, LS_NOWAIT), -EAGAIN);
 	ck_assert_int_eq(put(ls, 0, 300, 1, 0), 0);
 	ck_assert_int_eq(put(ls, 0, 301, 1, LS_NOWAIT), 0);
-	ck_assert_uint_ge(stats(ls).eagain, 3);
+	ck_assert_uint_ge(stats(ls).eagain, 2);
 	verify_ok(ls);
 	ck_assert_int_eq(ls_close(ls), 0);
 }
