@@ -259,9 +259,10 @@ struct device {
  * device and its queue.  A queue a few milliseconds deep also keeps the
  * device busy when a thread wakes up late on a loaded machine.
  */
-/* The calling thread's time asleep in device_write() so far: a writer
- * reads it around each put to tell the device's share of the latency. */
-static __thread uint64_t device_wait_ns;
+/* The calling thread's time asleep in device_write() so far, and how
+ * late it woke up in all (after the time it asked for: the machine's
+ * share): a writer reads both around each put. */
+static __thread uint64_t device_wait_ns, device_late_ns;
 
 static void device_write(struct device *d, uint64_t bytes, enum ls_writer who)
 {
@@ -282,8 +283,12 @@ static void device_write(struct device *d, uint64_t bytes, enum ls_writer who)
 	pthread_mutex_unlock(&d->lock);
 	t = now_ns();
 	if (end > t + d->queue_ns) {
+		uint64_t woke;
+
 		sleep_until(end - d->queue_ns);
-		device_wait_ns += now_ns() - t;
+		woke = now_ns();
+		device_wait_ns += woke - t;
+		device_late_ns += woke - (end - d->queue_ns);
 	}
 }
 
@@ -297,6 +302,7 @@ struct writer {
 	uint64_t next;			/* bulk-unpin: next key of its share */
 	struct lat_log lat;
 	struct lat_log rest;		/* latency less the device's wait */
+	struct lat_log late;		/* the device sleep's late wake-up */
 	_Atomic uint64_t throttled_ns;	/* in the WriteController */
 	uint64_t puts, enospc, errors;
 };
@@ -335,6 +341,7 @@ struct result {
 	double stall, reserve_share, wc_share, queued_share;
 	uint64_t p50_ns, p99_ns, max_ns;
 	uint64_t rest_p99_ns;		/* p99 of latency less device wait */
+	uint64_t late_p99_ns;		/* p99 of the device's late wake-up */
 	double wa;
 	uint64_t cleaner_enospc, put_enospc, errors;
 	uint64_t tickets, tickets_failed, max_wait_ns, preempt_calls;
@@ -399,7 +406,7 @@ static void *writer_main(void *arg)
 	}
 	memset(val, 0x5a, p->value_size);
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
-		uint64_t k, t0, t1, dev0, waited = 0;
+		uint64_t k, t0, t1, dev0, late0, waited = 0;
 		char key[KEY_LEN];
 		int ret;
 
@@ -411,6 +418,7 @@ static void *writer_main(void *arg)
 		memcpy(val, &vt, sizeof(vt));
 		t0 = now_ns();
 		dev0 = device_wait_ns;
+		late0 = device_late_ns;
 		if (r->pol->wc_delay)
 			waited = wc_before_write(&r->wc, r->rec_bytes, &r->stop);
 		ret = ls_put(r->ls, 0, key, KEY_LEN, val, p->value_size, 0);
@@ -418,7 +426,8 @@ static void *writer_main(void *arg)
 		atomic_fetch_add_explicit(&w->throttled_ns, waited,
 					  memory_order_relaxed);
 		if (lat_push(&w->lat, t1 - t0) ||
-		    lat_push(&w->rest, t1 - t0 - (device_wait_ns - dev0)))
+		    lat_push(&w->rest, t1 - t0 - (device_wait_ns - dev0)) ||
+		    lat_push(&w->late, device_late_ns - late0))
 			w->errors++;
 		if (!ret)
 			w->puts++;
@@ -718,6 +727,14 @@ static int run_once(const struct params *p, const char *root, enum workload wl,
 	qsort(all, k, sizeof(*all), cmp_u64);
 	if (k)
 		res->rest_p99_ns = all[k * 99 / 100];
+	k = 0;
+	for (unsigned i = 0; i < p->writers; i++) {
+		memcpy(all + k, r->w[i].late.ns, r->w[i].late.nr * sizeof(*all));
+		k += r->w[i].late.nr;
+	}
+	qsort(all, k, sizeof(*all), cmp_u64);
+	if (k)
+		res->late_p99_ns = all[k * 99 / 100];
 	free(all);
 
 	{
@@ -785,6 +802,7 @@ out:
 	for (unsigned i = 0; i < MAX_WRITERS; i++) {
 		free(r->w[i].lat.ns);
 		free(r->w[i].rest.ns);
+		free(r->w[i].late.ns);
 	}
 	wc_destroy(&r->wc);
 	pthread_mutex_destroy(&r->dev.lock);
@@ -864,7 +882,8 @@ static int make_root(const struct params *p)
 struct summary {
 	bool have, ok;
 	double puts, puts_lo, puts_hi, stall, reserve, wcs, queued;
-	double p50, p99, max, rest_p99, wa, cleaner_enospc, put_enospc;
+	double p50, p99, max, rest_p99, late_p99, wa, cleaner_enospc;
+	double put_enospc;
 	double tickets, tickets_failed, max_wait, preempt, flush_calls;
 	double paced, pace_share, floor, clamp_raised, clamp_lowered;
 	uint64_t cleaner_enospc_all;	/* summed over the runs */
@@ -894,6 +913,7 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	s->p50 = MEDIAN(res, n, p50_ns);
 	s->p99 = MEDIAN(res, n, p99_ns);
 	s->rest_p99 = MEDIAN(res, n, rest_p99_ns);
+	s->late_p99 = MEDIAN(res, n, late_p99_ns);
 	s->max = MEDIAN(res, n, max_ns);
 	s->wa = MEDIAN(res, n, wa);
 	s->cleaner_enospc = MEDIAN(res, n, cleaner_enospc);
@@ -990,14 +1010,16 @@ static void print_table(const struct params *p, int wl,
 		printf("  %s/%s: tickets queued %.1f%% of the run, %.0f failed; "
 		       "data pool preemptive calls %.0f; paced reservations "
 		       "%.0f (%.1f%% of the writers' time asleep); p99 without "
-		       "the device's wait %.1f us; clamp raised %.0f, lowered "
+		       "the device's wait %.1f us, of its late wake-ups %.1f "
+		       "us; clamp raised %.0f, lowered "
 		       "%.0f times; cleaning "
 		       "passes from the flush callback %.0f, the background "
 		       "cleaner %.0f; device busy %.0f%%; cleaner ENOSPC over "
 		       "all runs %" PRIu64, workload_names[wl],
 		       policies[m].name, 100 * s->queued, s->tickets_failed,
 		       s->preempt, s->paced, 100 * s->pace_share,
-		       s->rest_p99 / 1000, s->clamp_raised, s->clamp_lowered,
+		       s->rest_p99 / 1000, s->late_p99 / 1000,
+		       s->clamp_raised, s->clamp_lowered,
 		       s->flush_calls, s->bg_passes, 100 * s->device_busy,
 		       s->cleaner_enospc_all);
 		if (policies[m].wc_delay)
