@@ -25,7 +25,7 @@
  *   the bench keeps it to compare.  Cleaning early has a price: segments
  *   are less dead when they are cleaned, so more live bytes are copied
  *   per byte freed (the bench measures it).
-
+ *
  * WHAT
  *
  * Among the sealed segments with dead bytes, entirely dead ones first
@@ -44,12 +44,12 @@
  * index entry (the original dies, index.c), unless a writer replaced the
  * key meanwhile (then the copy is dead at once).  A live tombstone whose
  * older records are all in the same segment is not copied: it dies with
- * them.  Then commit: fdatasync
- * the copies and every segment written since the last commit (a key's
- * newest record must be durable before its older one may go), count the
- * segment's records out of the index, delete the file, make the deletion
- * durable, wait for readers still inside the file, and srsv_space_unpin()
- * its bytes: free, and granted to waiting tickets.
+ * them.  Then commit: fdatasync the copies and every segment written
+ * since the last commit (a key's newest record must be durable before its
+ * older one may go), count the segment's records out of the index, delete
+ * the file, make the deletion durable, wait for readers still inside the
+ * file, and srsv_space_unpin() its bytes: free, the movers' reserve
+ * refilled first, the rest granted to waiting tickets.
  *
  * THE HEADROOM
  *
