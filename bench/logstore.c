@@ -1150,6 +1150,14 @@ int main(int argc, char **argv)
 	 * - The WriteController delays from 80% of the room the live data
 	 *   leaves and stops at 90% (bench_stall's thresholds), when the
 	 *   background cleaner has fallen behind.
+	 * - Data pacing from 50% of the debt's fill (DEFAULT_PACE_PCT), by a
+	 *   sweep of 25, 50 and 75 (3 rounds each, 2026-12-03 17:01,
+	 *   docs/results-logstore.md): pace's puts/s over preempt's 0.98,
+	 *   1.01, 1.00; the writers asleep in pacing 1.8%, 1.0%, 0.1% of
+	 *   their time; no ticket in any.  At 25 pacing costs throughput, at
+	 *   75 it hardly acts; at 50 it acts at no cost.  (The preemptive
+	 *   flusher starts at half the room at clamp 1, so below 50 pacing
+	 *   slows writers before reclaim has even started.)
 	 */
 	struct params p = {
 		.writers = 4, .runs = 3, .duration_ms = 3000,
