@@ -53,45 +53,66 @@
  * One entry each in policies[]: a name, a setup function for the ctx's
  * config (what the library does), and whether the engine runs its own
  * background cleaner and a WriteController delay in front of its puts
- * (what the engine does).  A library policy for data pools (preemptive
- * reclaim, pacing) is one more entry with its own setup function.
+ * (what the engine does).  Every policy has the store's movers' reserve
+ * (one segment, examples/logstore/cleaner.c): the cleaner's only
+ * headroom.
  *
- * - tickets: today's library defaults.  Writers reserve with FLUSH_DATA,
- *   wait on tickets when the pool is full, and the async data walk calls
- *   the store's COMMIT_TRANS, which cleans.  Nothing cleans before.
- * - cleaner: the store's own background cleaner (bcachefs copygc style):
- *   it starts below 15% of the capacity free and stops above 25%.
+ * - tickets: btrfs's data behaviour (SRSV_CTX_NO_DATA_PREEMPT).  Writers
+ *   reserve with FLUSH_DATA, wait on tickets when the pool is full, and
+ *   the async data walk calls the store's COMMIT_TRANS, which cleans.
+ *   Nothing cleans before.
+ * - preempt: the library's defaults.  The data pool's preemptive flusher
+ *   calls COMMIT_TRANS (one segment per call) while the debt (the pinned
+ *   dead bytes) is at least the room not used >> clamp; tickets as above
+ *   when it falls behind.
+ * - pace: the defaults plus data pacing from --pace-pct of the debt's
+ *   fill (srsv_config::data_pace_start_pct): writers are delayed inside
+ *   their reservation so that together they are admitted at the measured
+ *   rate of freed bytes.
+ * - cleaner: btrfs's data behaviour, plus the store's own background
+ *   cleaner (bcachefs copygc style): it starts below 15% of the capacity
+ *   free and stops above 25%.
  * - wc: the background cleaner, plus RocksDB's WriteController in front
  *   of every put (bench_model.h), with the dead bytes as the debt
  *   (RocksDB's pending compaction bytes): delays from --wc-soft-pct of the
  *   room the live data leaves (capacity - live), rate x0.8 / x1.25 steps,
  *   a stop at --wc-stop-pct.
+ * The engine-side policies (cleaner, wc) run with btrfs's data behaviour
+ * so that what they measure is the engine's work alone: with the
+ * library's preemption on as well, two cleaners would share the work.
  *
  * THE FIGURES, per policy (median of --runs rounds, every policy once
  * per round, in reverse order every other round; the host's steal time
  * printed per round): puts/s; the writers' stall (their time inside the
- * library's reservations, plus the WriteController's delay, over their
- * run time); p50, p99 and longest put latency (everything from asking to
- * done: delay, reservation, the device queue); write amplification (bytes
- * the cleaner copied per byte put); the cleaner's -ENOSPC count (no
- * headroom); puts refused with -ENOSPC; FLUSH_DATA tickets, their longest
- * wait and the data pool's preemptive calls (the library's view); the
- * sawtooth figure; and the pacing floor: to bring the offered rate down
- * to the device's, each put must lose (1/device - 1/offered) x its size
- * on average, so no policy's p99 can be under it at the device's rate.
- * A CSV timeline of the median run (100 ms windows: puts, free bytes,
- * dead bytes, cleaner bytes, the writers' stall, each window's actual
- * length) goes to --csv-dir for
- * tools/plot_logstore.py.  Every run ends with the store's verify pass
- * (the pools equal what the engine holds, to the byte); a run that fails
- * it makes the bench exit 1.
+ * library's reservations, tickets and pacing sleeps alike, plus the
+ * WriteController's delay, over their run time); p50, p99 and longest put
+ * latency (everything from asking to done: delay, reservation, the device
+ * queue); write amplification (bytes the cleaner copied per byte put);
+ * the cleaner's -ENOSPC count (no room for its copies); puts refused with
+ * -ENOSPC; FLUSH_DATA tickets, their longest wait and the data pool's
+ * preemptive calls (the library's view); the sawtooth figure; and the
+ * latency floor.  The floor: a writer's put and its own work (put_ns)
+ * take 1/(its share of the puts/s) together, so at a policy's throughput
+ * X the mean put latency is writers x (1/X - 1/offered puts/s): the delay
+ * every put must lose on average for the offered rate to come down to
+ * what the device gives the puts.  No policy's mean can be under it at
+ * that throughput, and a policy that spreads the loss evenly (pacing) has
+ * its p99 near it; the table gives p99 over it.  A CSV timeline of the
+ * median run (100 ms windows: puts, free bytes, dead bytes, cleaner
+ * bytes, the writers' stall, each window's actual length) goes to
+ * --csv-dir for tools/plot_logstore.py.  Every run ends with the store's
+ * verify pass (the pools equal what the engine holds, to the byte); a
+ * run that fails it makes the bench exit 1.
  *
  * Last line: summary: data_stall_pct=S tput_vs_best_engine=T
  * wa_vs_best_engine=W p99_vs_wc=P cleaner_enospc=E sawtooth_min_window=M
- * pace_p99_vs_floor=F, where S, T, W, P and E are the tickets policy on
- * the overwrite workload against the best engine-side policy (cleaner or
- * wc, by puts/s), M the tickets policy's sawtooth on bulk-unpin, and F
- * is "na" until the library paces data pools.
+ * pace_p99_vs_floor=F.  On the overwrite workload: S is the preempt
+ * policy's (the library's defaults) stall in percent, T and W its puts/s
+ * and write amplification over those of the best engine-side policy
+ * (cleaner or wc, by puts/s), P the pace policy's p99 over wc's, F the
+ * pace policy's p99 over its floor.  E is the cleaner's -ENOSPC count
+ * summed over every run of the library policies (tickets, preempt, pace),
+ * both workloads.  M is the preempt policy's sawtooth on bulk-unpin.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -130,6 +151,8 @@
 /* How long the bench waits for writers blocked in the store once told
  * to stop (one stuck longer is an engine or library bug). */
 #define STOP_GRACE_NS (10 * NSEC_PER_SEC)
+/* The pace policy's srsv_config::data_pace_start_pct (main() says why). */
+#define DEFAULT_PACE_PCT 50
 /* tmpfs's f_type (linux/magic.h). */
 #define TMPFS_MAGIC_NR 0x01021994
 
@@ -151,6 +174,7 @@ struct params {
 	unsigned bg_low_pct, bg_high_pct;
 	unsigned wc_soft_pct, wc_stop_pct, wc_recalc_ms;
 	uint64_t wc_rate;		/* 0: the device's rate */
+	unsigned pace_pct;		/* pace: data_pace_start_pct */
 	unsigned policies;		/* bit per policies[] entry */
 	unsigned workloads;
 	const char *csv_dir, *dir;
@@ -168,24 +192,53 @@ struct policy {
 	bool wc_delay;		/* a WriteController delay before each put */
 };
 
-/* Today's library defaults: preemptive reclaim, the clamp and pacing act
- * on metadata pools only; a DATA pool gets tickets. */
+/* btrfs's data behaviour: only tickets reclaim a data pool. */
+static void btrfs_data(struct srsv_config *cfg, const struct params *p)
+{
+	(void)p;
+	cfg->flags |= SRSV_CTX_NO_DATA_PREEMPT;
+}
+
+/* The library's defaults: data pools flushed preemptively by their debt. */
 static void library_defaults(struct srsv_config *cfg, const struct params *p)
 {
 	(void)cfg;
 	(void)p;
 }
 
+/* The defaults and data pacing. */
+static void data_pacing(struct srsv_config *cfg, const struct params *p)
+{
+	cfg->data_pace_start_pct = p->pace_pct;
+}
+
 static const struct policy policies[] = {
-	{ "tickets", "library defaults: FLUSH_DATA tickets, the store cleans "
-	  "in COMMIT_TRANS when they wait", library_defaults, false, false },
-	{ "cleaner", "+ the store's background cleaner at free-space "
-	  "watermarks (bcachefs copygc)", library_defaults, true, false },
-	{ "wc", "+ the background cleaner and RocksDB's WriteController delay "
-	  "by dead bytes", library_defaults, true, true },
+	{ "tickets", "btrfs's data behaviour (SRSV_CTX_NO_DATA_PREEMPT): "
+	  "FLUSH_DATA tickets, the store cleans in COMMIT_TRANS when they "
+	  "wait", btrfs_data, false, false },
+	{ "preempt", "library defaults: the data pool's preemptive flusher "
+	  "cleans when the dead (pinned) bytes reach the room not used >> "
+	  "clamp", library_defaults, false, false },
+	{ "pace", "library defaults + data pacing from --pace-pct of the "
+	  "debt's fill", data_pacing, false, false },
+	{ "cleaner", "btrfs's data behaviour + the store's background cleaner "
+	  "at free-space watermarks (bcachefs copygc)", btrfs_data, true,
+	  false },
+	{ "wc", "btrfs's data behaviour + the background cleaner and RocksDB's "
+	  "WriteController delay by dead bytes", btrfs_data, true, true },
 };
 #define NR_POLICIES (sizeof(policies) / sizeof(policies[0]))
 #define POLICY_TICKETS 0
+#define POLICY_PREEMPT 1
+#define POLICY_PACE 2
+#define POLICY_WC 4
+_Static_assert(POLICY_WC + 1 == NR_POLICIES, "policies[] and its indexes");
+
+/* The library's policies: the store cleans only when the library asks. */
+static bool library_policy(unsigned m)
+{
+	return !policies[m].bg_cleaner && !policies[m].wc_delay;
+}
 
 /* ---- the device ---- */
 
@@ -206,10 +259,15 @@ struct device {
  * device and its queue.  A queue a few milliseconds deep also keeps the
  * device busy when a thread wakes up late on a loaded machine.
  */
+/* The calling thread's time asleep in device_write() so far, and how
+ * late it woke up in all (after the time it asked for: the machine's
+ * share): a writer reads both around each put. */
+static __thread uint64_t device_wait_ns, device_late_ns;
+
 static void device_write(struct device *d, uint64_t bytes, enum ls_writer who)
 {
 	static __thread bool slack_set;
-	uint64_t end;
+	uint64_t end, t;
 
 	(void)who;
 	if (!atomic_load(&d->on))
@@ -223,8 +281,15 @@ static void device_write(struct device *d, uint64_t bytes, enum ls_writer who)
 	pthread_mutex_lock(&d->lock);
 	end = dev_clock_book(&d->clock, bytes * NSEC_PER_SEC / d->rate);
 	pthread_mutex_unlock(&d->lock);
-	if (end > now_ns() + d->queue_ns)
+	t = now_ns();
+	if (end > t + d->queue_ns) {
+		uint64_t woke;
+
 		sleep_until(end - d->queue_ns);
+		woke = now_ns();
+		device_wait_ns += woke - t;
+		device_late_ns += woke - (end - d->queue_ns);
+	}
 }
 
 /* ---- one run ---- */
@@ -236,6 +301,8 @@ struct writer {
 	uint64_t rng;
 	uint64_t next;			/* bulk-unpin: next key of its share */
 	struct lat_log lat;
+	struct lat_log rest;		/* latency less the device's wait */
+	struct lat_log late;		/* the device sleep's late wake-up */
 	_Atomic uint64_t throttled_ns;	/* in the WriteController */
 	uint64_t puts, enospc, errors;
 };
@@ -273,9 +340,14 @@ struct result {
 	double puts_per_s;
 	double stall, reserve_share, wc_share, queued_share;
 	uint64_t p50_ns, p99_ns, max_ns;
+	uint64_t rest_p99_ns;		/* p99 of latency less device wait */
+	uint64_t late_p99_ns;		/* p99 of the device's late wake-up */
 	double wa;
 	uint64_t cleaner_enospc, put_enospc, errors;
 	uint64_t tickets, tickets_failed, max_wait_ns, preempt_calls;
+	uint64_t paced;			/* reservations pacing delayed */
+	uint64_t clamp_raised, clamp_lowered;	/* the data pool's clamp */
+	double pace_share;		/* their sleep over the writers' time */
 	uint64_t flush_calls, bg_passes, cleaned;
 	uint64_t wc_delays, wc_stops;
 	double device_busy;
@@ -334,7 +406,7 @@ static void *writer_main(void *arg)
 	}
 	memset(val, 0x5a, p->value_size);
 	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
-		uint64_t k, t0, t1, waited = 0;
+		uint64_t k, t0, t1, dev0, late0, waited = 0;
 		char key[KEY_LEN];
 		int ret;
 
@@ -345,13 +417,17 @@ static void *writer_main(void *arg)
 		key_of(key, k);
 		memcpy(val, &vt, sizeof(vt));
 		t0 = now_ns();
+		dev0 = device_wait_ns;
+		late0 = device_late_ns;
 		if (r->pol->wc_delay)
 			waited = wc_before_write(&r->wc, r->rec_bytes, &r->stop);
 		ret = ls_put(r->ls, 0, key, KEY_LEN, val, p->value_size, 0);
 		t1 = now_ns();
 		atomic_fetch_add_explicit(&w->throttled_ns, waited,
 					  memory_order_relaxed);
-		if (lat_push(&w->lat, t1 - t0))
+		if (lat_push(&w->lat, t1 - t0) ||
+		    lat_push(&w->rest, t1 - t0 - (device_wait_ns - dev0)) ||
+		    lat_push(&w->late, device_late_ns - late0))
 			w->errors++;
 		if (!ret)
 			w->puts++;
@@ -643,6 +719,22 @@ static int run_once(const struct params *p, const char *root, enum workload wl,
 		res->p99_ns = all[k * 99 / 100];
 		res->max_ns = all[k - 1];
 	}
+	k = 0;
+	for (unsigned i = 0; i < p->writers; i++) {
+		memcpy(all + k, r->w[i].rest.ns, r->w[i].rest.nr * sizeof(*all));
+		k += r->w[i].rest.nr;
+	}
+	qsort(all, k, sizeof(*all), cmp_u64);
+	if (k)
+		res->rest_p99_ns = all[k * 99 / 100];
+	k = 0;
+	for (unsigned i = 0; i < p->writers; i++) {
+		memcpy(all + k, r->w[i].late.ns, r->w[i].late.nr * sizeof(*all));
+		k += r->w[i].late.nr;
+	}
+	qsort(all, k, sizeof(*all), cmp_u64);
+	if (k)
+		res->late_p99_ns = all[k * 99 / 100];
 	free(all);
 
 	{
@@ -669,6 +761,11 @@ static int run_once(const struct params *p, const char *root, enum workload wl,
 		for (int s = 1; s < SRSV_STATE_COUNT; s++)
 			res->preempt_calls += s1.states[s].preempt_calls -
 					      s0.states[s].preempt_calls;
+		res->paced = s1.paced - s0.paced;
+		res->clamp_raised = s1.clamp_raised - s0.clamp_raised;
+		res->clamp_lowered = s1.clamp_lowered - s0.clamp_lowered;
+		res->pace_share = (double)(s1.pace_delay_ns -
+					   s0.pace_delay_ns) / span;
 		res->flush_calls = st1.flush_calls - st0.flush_calls;
 		res->bg_passes = st1.bg_passes - st0.bg_passes;
 		res->cleaned = st1.segments_cleaned - st0.segments_cleaned;
@@ -702,8 +799,11 @@ out:
 	if (r->ls && ls_close(r->ls) && !ret)
 		ret = -EIO;
 	remove_tree(r->dir);
-	for (unsigned i = 0; i < MAX_WRITERS; i++)
+	for (unsigned i = 0; i < MAX_WRITERS; i++) {
 		free(r->w[i].lat.ns);
+		free(r->w[i].rest.ns);
+		free(r->w[i].late.ns);
+	}
 	wc_destroy(&r->wc);
 	pthread_mutex_destroy(&r->dev.lock);
 	free(r->win);
@@ -782,8 +882,11 @@ static int make_root(const struct params *p)
 struct summary {
 	bool have, ok;
 	double puts, puts_lo, puts_hi, stall, reserve, wcs, queued;
-	double p50, p99, max, wa, cleaner_enospc, put_enospc;
+	double p50, p99, max, rest_p99, late_p99, wa, cleaner_enospc;
+	double put_enospc;
 	double tickets, tickets_failed, max_wait, preempt, flush_calls;
+	double paced, pace_share, floor, clamp_raised, clamp_lowered;
+	uint64_t cleaner_enospc_all;	/* summed over the runs */
 	double bg_passes, cleaned, device_busy, saw_min, wc_delays, wc_stops;
 	unsigned median_run;
 };
@@ -809,6 +912,8 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	s->queued = MEDIAN(res, n, queued_share);
 	s->p50 = MEDIAN(res, n, p50_ns);
 	s->p99 = MEDIAN(res, n, p99_ns);
+	s->rest_p99 = MEDIAN(res, n, rest_p99_ns);
+	s->late_p99 = MEDIAN(res, n, late_p99_ns);
 	s->max = MEDIAN(res, n, max_ns);
 	s->wa = MEDIAN(res, n, wa);
 	s->cleaner_enospc = MEDIAN(res, n, cleaner_enospc);
@@ -817,6 +922,12 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 	s->tickets_failed = MEDIAN(res, n, tickets_failed);
 	s->max_wait = MEDIAN(res, n, max_wait_ns);
 	s->preempt = MEDIAN(res, n, preempt_calls);
+	s->paced = MEDIAN(res, n, paced);
+	s->clamp_raised = MEDIAN(res, n, clamp_raised);
+	s->clamp_lowered = MEDIAN(res, n, clamp_lowered);
+	s->pace_share = MEDIAN(res, n, pace_share);
+	for (unsigned i = 0; i < n; i++)
+		s->cleaner_enospc_all += res[i].cleaner_enospc;
 	s->flush_calls = MEDIAN(res, n, flush_calls);
 	s->bg_passes = MEDIAN(res, n, bg_passes);
 	s->cleaned = MEDIAN(res, n, cleaned);
@@ -835,25 +946,27 @@ static void summarise(const struct result *res, unsigned n, struct summary *s)
 }
 
 /*
- * The pacing floor: a put of @rec bytes offered at @offered B/s on a
- * device of @device B/s must lose (1/device - 1/offered) x rec on
- * average; with write amplification @wa the device's rate for puts is
- * device / (1 + wa).
+ * The latency floor at a throughput of @puts_per_s (THE FIGURES in the
+ * opening comment): each writer's cycle is its put's latency plus its own
+ * work, put_ns = writers / offered puts/s, so at that throughput the mean
+ * latency is writers x (1/puts_per_s - 1/offered puts/s).
  */
-static double floor_ns(double rec, double device, double offered, double wa)
+static double floor_ns(const struct params *p, double puts_per_s)
 {
-	double f = rec * ((1 + (isnan(wa) ? 0 : wa)) / device - 1 / offered);
+	double rec = (double)ls_record_bytes(KEY_LEN, p->value_size);
+	double offered = (double)p->device_rate * p->offered_pct / 100 / rec;
+	double f = (double)p->writers * (1 / puts_per_s - 1 / offered);
 
-	return f > 0 ? f * NSEC_PER_SEC : 0;
+	return puts_per_s > 0 && f > 0 ? f * NSEC_PER_SEC : NAN;
 }
 
 static void print_table(const struct params *p, int wl,
-			const struct summary *sum)
+			struct summary *sum)
 {
 	double rec = (double)ls_record_bytes(KEY_LEN, p->value_size);
-	double offered = (double)p->device_rate * p->offered_pct / 100;
-	double fl = floor_ns(rec, (double)p->device_rate, offered, NAN);
 
+	for (unsigned m = 0; m < NR_POLICIES; m++)
+		sum[m].floor = floor_ns(p, sum[m].puts);
 	printf("\n%s: %-8s %9s %13s %6s %6s %6s %8s %8s %8s %5s %6s %6s %7s "
 	       "%8s %7s %6s %8s\n", workload_names[wl], "policy", "puts/s",
 	       "(min-max)", "stall", "resv", "wc", "p50(us)", "p99(us)",
@@ -875,31 +988,40 @@ static void print_table(const struct params *p, int wl,
 		       s->p99 / 1000, s->max / NSEC_PER_MSEC, s->wa,
 		       s->cleaner_enospc, s->put_enospc, s->tickets,
 		       s->max_wait / NSEC_PER_MSEC, s->cleaned, s->saw_min,
-		       fl ? s->p99 / fl : NAN, s->ok ? "ok" : "CHECK-FAILED");
+		       s->p99 / s->floor, s->ok ? "ok" : "CHECK-FAILED");
 	}
-	printf("  pacing floor: %.1f us per put at no write amplification "
-	       "(1/device - 1/offered, times %.0f bytes); with each policy's:",
-	       fl / 1000, rec);
+	printf("  latency floor (the mean put latency at the policy's "
+	       "throughput, %u writers x (1/puts_per_s - 1/offered)): ",
+	       p->writers);
 	for (unsigned m = 0; m < NR_POLICIES; m++)
 		if (sum[m].have)
-			printf(" %s %.1f us (p99 %.1fx)", policies[m].name,
-			       floor_ns(rec, (double)p->device_rate, offered,
-					sum[m].wa) / 1000,
-			       sum[m].p99 / floor_ns(rec, (double)p->device_rate,
-						     offered, sum[m].wa));
-	printf("\n");
+			printf("%s %.1f us (p99 %.2fx); ", policies[m].name,
+			       sum[m].floor / 1000, sum[m].p99 / sum[m].floor);
+	printf("at the device's rate with nothing copied: %.1f us\n",
+	       (double)p->writers * rec *
+	       (1 / (double)p->device_rate -
+		100 / ((double)p->device_rate * p->offered_pct)) *
+	       NSEC_PER_SEC / 1000);
 	for (unsigned m = 0; m < NR_POLICIES; m++) {
 		const struct summary *s = &sum[m];
 
 		if (!s->have)
 			continue;
 		printf("  %s/%s: tickets queued %.1f%% of the run, %.0f failed; "
-		       "data pool preemptive calls %.0f; cleaning passes from "
-		       "the flush callback %.0f, the background cleaner %.0f; "
-		       "device busy %.0f%%", workload_names[wl],
+		       "data pool preemptive calls %.0f; paced reservations "
+		       "%.0f (%.1f%% of the writers' time asleep); p99 without "
+		       "the device's wait %.1f us, of its late wake-ups %.1f "
+		       "us; clamp raised %.0f, lowered "
+		       "%.0f times; cleaning "
+		       "passes from the flush callback %.0f, the background "
+		       "cleaner %.0f; device busy %.0f%%; cleaner ENOSPC over "
+		       "all runs %" PRIu64, workload_names[wl],
 		       policies[m].name, 100 * s->queued, s->tickets_failed,
-		       s->preempt, s->flush_calls, s->bg_passes,
-		       100 * s->device_busy);
+		       s->preempt, s->paced, 100 * s->pace_share,
+		       s->rest_p99 / 1000, s->late_p99 / 1000,
+		       s->clamp_raised, s->clamp_lowered,
+		       s->flush_calls, s->bg_passes, 100 * s->device_busy,
+		       s->cleaner_enospc_all);
 		if (policies[m].wc_delay)
 			printf("; wc delay episodes %.0f, stops %.0f",
 			       s->wc_delays, s->wc_stops);
@@ -984,7 +1106,7 @@ static void usage(FILE *f)
 "  --runs N           rounds; every policy runs once per round (default 3)\n"
 "  --duration-ms N    length of one run (default 3000)\n"
 "  --quick            --duration-ms 1500 --runs 1\n"
-"  --policies LIST    tickets,cleaner,wc (default all)\n"
+"  --policies LIST    tickets,preempt,pace,cleaner,wc (default all)\n"
 "  --workloads LIST   overwrite,bulk-unpin (default both)\n"
 "  --writers N        writer threads (default 4)\n"
 "  --capacity-mib N   the store's DATA pool (default 32)\n"
@@ -1001,11 +1123,13 @@ static void usage(FILE *f)
 "  --wc-stop-pct N    wc: stop from N%% (default 90)\n"
 "  --wc-rate-mib N    wc: delayed_write_rate (default: the device's)\n"
 "  --wc-recalc-ms N   wc: conditions read every N ms (default 10)\n"
+"  --pace-pct N       pace: data pacing from N%% of the debt's fill\n"
+"                     (srsv_config::data_pace_start_pct; default %u)\n"
 "  --window-ms N      timeline windows (default 100)\n"
 "  --csv-dir DIR      write logstore-<workload>-<policy>.csv timelines\n"
 "  --dir DIR          where the store's files go (default /dev/shm if a\n"
 "                     tmpfs, else $TMPDIR or /tmp)\n"
-"  --seed N           random seed\n");
+"  --seed N           random seed\n", DEFAULT_PACE_PCT);
 }
 
 static struct result res[WL_COUNT][NR_POLICIES][MAX_RUNS];
@@ -1026,6 +1150,14 @@ int main(int argc, char **argv)
 	 * - The WriteController delays from 80% of the room the live data
 	 *   leaves and stops at 90% (bench_stall's thresholds), when the
 	 *   background cleaner has fallen behind.
+	 * - Data pacing from 50% of the debt's fill (DEFAULT_PACE_PCT), by a
+	 *   sweep of 25, 50 and 75 (3 rounds each, 2026-12-03 17:01,
+	 *   docs/results-logstore.md): pace's puts/s over preempt's 0.98,
+	 *   1.01, 1.00; the writers asleep in pacing 1.8%, 1.0%, 0.1% of
+	 *   their time; no ticket in any.  At 25 pacing costs throughput, at
+	 *   75 it hardly acts; at 50 it acts at no cost.  (The preemptive
+	 *   flusher starts at half the room at clamp 1, so below 50 pacing
+	 *   slows writers before reclaim has even started.)
 	 */
 	struct params p = {
 		.writers = 4, .runs = 3, .duration_ms = 3000,
@@ -1034,6 +1166,7 @@ int main(int argc, char **argv)
 		.offered_pct = 150, .window_ms = 100,
 		.bg_low_pct = 15, .bg_high_pct = 25,
 		.wc_soft_pct = 80, .wc_stop_pct = 90, .wc_recalc_ms = 10,
+		.pace_pct = DEFAULT_PACE_PCT,
 		.policies = (1u << NR_POLICIES) - 1,
 		.workloads = (1u << WL_COUNT) - 1, .seed = 0x5eed10,
 	};
@@ -1041,7 +1174,8 @@ int main(int argc, char **argv)
 		OPT_RUNS = 256, OPT_DURATION, OPT_QUICK, OPT_POLICIES,
 		OPT_WORKLOADS, OPT_WRITERS, OPT_CAPACITY, OPT_LIVE, OPT_VALUE,
 		OPT_DEVICE, OPT_QUEUE, OPT_OFFERED, OPT_BG_LOW, OPT_BG_HIGH, OPT_WC_SOFT,
-		OPT_WC_STOP, OPT_WC_RATE, OPT_WC_RECALC, OPT_WINDOW, OPT_CSV,
+		OPT_WC_STOP, OPT_WC_RATE, OPT_WC_RECALC, OPT_PACE, OPT_WINDOW,
+		OPT_CSV,
 		OPT_DIR, OPT_SEED, OPT_HELP, OPT_VERSION,
 	};
 	static const struct option opts[] = {
@@ -1063,6 +1197,7 @@ int main(int argc, char **argv)
 		{ "wc-stop-pct", required_argument, NULL, OPT_WC_STOP },
 		{ "wc-rate-mib", required_argument, NULL, OPT_WC_RATE },
 		{ "wc-recalc-ms", required_argument, NULL, OPT_WC_RECALC },
+		{ "pace-pct", required_argument, NULL, OPT_PACE },
 		{ "window-ms", required_argument, NULL, OPT_WINDOW },
 		{ "csv-dir", required_argument, NULL, OPT_CSV },
 		{ "dir", required_argument, NULL, OPT_DIR },
@@ -1120,6 +1255,7 @@ int main(int argc, char **argv)
 			case OPT_WC_STOP: p.wc_stop_pct = (unsigned)v; break;
 			case OPT_WC_RATE: p.wc_rate = v * MIB; break;
 			case OPT_WC_RECALC: p.wc_recalc_ms = (unsigned)v; break;
+			case OPT_PACE: p.pace_pct = (unsigned)v; break;
 			case OPT_WINDOW: p.window_ms = (unsigned)v; break;
 			case OPT_SEED: p.seed = v; break;
 			default: usage(stderr); return 2;
@@ -1133,6 +1269,7 @@ int main(int argc, char **argv)
 	    !p.offered_pct || !p.window_ms || !p.wc_recalc_ms ||
 	    p.bg_low_pct >= p.bg_high_pct || p.bg_high_pct > 90 ||
 	    p.wc_soft_pct >= p.wc_stop_pct || p.wc_stop_pct > 100 ||
+	    !p.pace_pct || p.pace_pct > 99 ||
 	    ls_record_bytes(KEY_LEN, p.value_size) > LS_SEGMENT_BYTES / 4) {
 		usage(stderr);
 		return 2;
@@ -1144,13 +1281,14 @@ int main(int argc, char **argv)
 	       PRIu64 " MiB (%u%% live: %" PRIu64 " keys), %" PRIu64
 	       "-byte records, in %s; device %.0f MiB/s, offered %u%% of it; "
 	       "background cleaner %u%%..%u%% free; wc delay from %u%%, stop "
-	       "at %u%% of capacity - live\n", p.writers, p.duration_ms, p.runs,
+	       "at %u%% of capacity - live; data pacing from %u%% of the "
+	       "debt's fill\n", p.writers, p.duration_ms, p.runs,
 	       p.capacity / MIB, p.live_pct,
 	       p.capacity / 100 * p.live_pct /
 	       ls_record_bytes(KEY_LEN, p.value_size),
 	       ls_record_bytes(KEY_LEN, p.value_size), root_dir,
 	       (double)p.device_rate / MIB, p.offered_pct, p.bg_low_pct,
-	       p.bg_high_pct, p.wc_soft_pct, p.wc_stop_pct);
+	       p.bg_high_pct, p.wc_soft_pct, p.wc_stop_pct, p.pace_pct);
 	for (unsigned m = 0; m < NR_POLICIES; m++)
 		if (p.policies & (1u << m))
 			printf("  %-8s %s\n", policies[m].name, policies[m].what);
@@ -1206,51 +1344,60 @@ int main(int argc, char **argv)
 			print_table(&p, wl, sum[wl]);
 
 	{
-		const struct summary *tk = &sum[WL_OVERWRITE][POLICY_TICKETS];
-		double s = NAN, t = NAN, w = NAN, p99 = NAN, e = NAN, saw = NAN;
-		int best = -1, wc = -1;
+		const struct summary *pre = &sum[WL_OVERWRITE][POLICY_PREEMPT];
+		const struct summary *pace = &sum[WL_OVERWRITE][POLICY_PACE];
+		double st = NAN, t = NAN, w = NAN, p99 = NAN, saw = NAN;
+		double f = NAN, e = NAN;
+		int best = -1;
 
 		/* The best engine-side policy: the highest median puts/s
 		 * of those that run a cleaner or a delay of their own. */
 		for (unsigned m = 0; m < NR_POLICIES; m++) {
 			const struct summary *x = &sum[WL_OVERWRITE][m];
 
-			if (!x->have)
-				continue;
-			if (policies[m].wc_delay && !strcmp(policies[m].name,
-							    "wc"))
-				wc = (int)m;
-			if ((policies[m].bg_cleaner || policies[m].wc_delay) &&
+			if (x->have && !library_policy(m) &&
 			    (best < 0 || x->puts > sum[WL_OVERWRITE][best].puts))
 				best = (int)m;
 		}
-		printf("\nratios (tickets over the best engine-side policy, "
-		       "overwrite; of medians, spread per round):\n");
-		if (tk->have) {
-			s = 100 * tk->stall;
-			e = tk->cleaner_enospc;
+		/* The cleaner's ENOSPC: every run of a library policy. */
+		for (int wl = 0; wl < WL_COUNT; wl++)
+			for (unsigned m = 0; m < NR_POLICIES; m++)
+				if (library_policy(m) && sum[wl][m].have)
+					e = (isnan(e) ? 0 : e) +
+					    (double)sum[wl][m].cleaner_enospc_all;
+		printf("\nratios (overwrite; of medians, spread per round):\n");
+		if (pre->have) {
+			st = 100 * pre->stall;
+			if (best >= 0) {
+				printf("  best engine-side policy: %s\n",
+				       policies[best].name);
+				print_ratio("preempt tput / best",
+					    res[WL_OVERWRITE][POLICY_PREEMPT],
+					    res[WL_OVERWRITE][best], p.runs,
+					    get_puts, &t);
+				print_ratio("preempt WA / best",
+					    res[WL_OVERWRITE][POLICY_PREEMPT],
+					    res[WL_OVERWRITE][best], p.runs,
+					    get_wa, &w);
+			}
 		}
-		if (tk->have && best >= 0) {
-			printf("  best engine-side policy: %s\n",
-			       policies[best].name);
-			print_ratio("tput_vs_best_engine",
-				    res[WL_OVERWRITE][POLICY_TICKETS],
-				    res[WL_OVERWRITE][best], p.runs, get_puts,
-				    &t);
-			print_ratio("wa_vs_best_engine",
-				    res[WL_OVERWRITE][POLICY_TICKETS],
-				    res[WL_OVERWRITE][best], p.runs, get_wa, &w);
+		if (pace->have && sum[WL_OVERWRITE][POLICY_WC].have)
+			print_ratio("pace p99 / wc p99",
+				    res[WL_OVERWRITE][POLICY_PACE],
+				    res[WL_OVERWRITE][POLICY_WC], p.runs,
+				    get_p99, &p99);
+		if (pace->have) {
+			f = pace->p99 / pace->floor;
+			printf("  %-22s %8.3f   (floor %.1f us at %.0f puts/s, "
+			       "p99 %.1f us)\n", "pace p99 / floor", f,
+			       pace->floor / 1000, pace->puts, pace->p99 / 1000);
 		}
-		if (tk->have && wc >= 0)
-			print_ratio("p99_vs_wc", res[WL_OVERWRITE][POLICY_TICKETS],
-				    res[WL_OVERWRITE][wc], p.runs, get_p99,
-				    &p99);
-		if (sum[WL_BULK][POLICY_TICKETS].have)
-			saw = sum[WL_BULK][POLICY_TICKETS].saw_min;
+		if (sum[WL_BULK][POLICY_PREEMPT].have)
+			saw = sum[WL_BULK][POLICY_PREEMPT].saw_min;
 		printf("summary: data_stall_pct=%.1f tput_vs_best_engine=%.3f "
 		       "wa_vs_best_engine=%.3f p99_vs_wc=%.3f cleaner_enospc=%.0f"
-		       " sawtooth_min_window=%.3f pace_p99_vs_floor=na\n", s, t,
-		       w, p99, e, saw);
+		       " sawtooth_min_window=%.3f pace_p99_vs_floor=%.3f\n", st,
+		       t, w, p99, e, saw, f);
 	}
 	return all_ok ? 0 : 1;
 }

@@ -13,7 +13,8 @@ time in reservations or in a delay), shaded by how much.
 
     tools/plot_logstore.py DIR -o docs/logstore.png
                            [--workloads overwrite,bulk-unpin]
-                           [--policies tickets,cleaner,wc] [--writers 4]
+                           [--policies tickets,preempt,pace,cleaner,wc]
+                           [--writers 4]
                            [--record-bytes 4096]
 """
 import argparse
@@ -33,9 +34,11 @@ VERSION = "@VERSION@"
 
 MIB = float(1 << 20)
 WORKLOADS = ("overwrite", "bulk-unpin")
-POLICIES = ("tickets", "cleaner", "wc")
+POLICIES = ("tickets", "preempt", "pace", "cleaner", "wc")
 LABELS = {
-    "tickets": "library defaults (tickets only)",
+    "tickets": "btrfs's data behaviour (tickets only)",
+    "preempt": "library defaults (data preemption)",
+    "pace": "library defaults + data pacing",
     "cleaner": "the store's background cleaner",
     "wc": "background cleaner + WriteController delay",
 }

@@ -7,20 +7,24 @@
  * WHEN
  *
  * - When the library asks: COMMIT_TRANS (store.c says why that state).
- *   FLUSH_DATA tickets wait, the async data walk calls it with the bytes
- *   they lack, and a pass cleans until that much came back (at most
- *   FLUSH_CLEAN_SEGMENTS segments).  This is all a store with the
- *   library's defaults gets: today's library flushes early (preemptive
- *   reclaim, the clamp, pacing) for metadata pools only, so writers run
- *   the device full and then all wait while the walk cleans: the
- *   sawtooth, on data.
+ *   Two callers.  The preemptive flusher, when the DATA pool's debt (its
+ *   pinned bytes: every dead record is pinned) reaches the room not used
+ *   >> clamp, with a quarter of the debt as the hint: one segment per
+ *   call, the flusher loops while the debt stays above its threshold.
+ *   And the async data walk, when FLUSH_DATA tickets wait, with the
+ *   bytes they lack: a pass cleans until that much came back (at most
+ *   FLUSH_CLEAN_SEGMENTS segments).  A ctx made with
+ *   SRSV_CTX_NO_DATA_PREEMPT (btrfs's data behaviour) gets only the
+ *   second: writers run the device full and then all wait while the
+ *   walk cleans, the sawtooth on data.
  * - The engine's own background cleaner (ls_options::bg_cleaner): a
  *   thread that looks at the DATA pool every BG_POLL_NS and cleans, one
  *   segment at a time, from below a low free-space watermark to above a
  *   high one, as bcachefs's copygc runs from its watermarks.  It is what
- *   an engine must write today to keep writers off the tickets.  Cleaning
- *   early has a price: segments are less dead when they are cleaned, so
- *   more live bytes are copied per byte freed (the bench measures it).
+ *   an engine had to write before the library flushed data pools early;
+ *   the bench keeps it to compare.  Cleaning early has a price: segments
+ *   are less dead when they are cleaned, so more live bytes are copied
+ *   per byte freed (the bench measures it).
  *
  * WHAT
  *
@@ -40,57 +44,58 @@
  * index entry (the original dies, index.c), unless a writer replaced the
  * key meanwhile (then the copy is dead at once).  A live tombstone whose
  * older records are all in the same segment is not copied: it dies with
- * them.  Then commit: fdatasync
- * the copies and every segment written since the last commit (a key's
- * newest record must be durable before its older one may go), count the
- * segment's records out of the index, delete the file, make the deletion
- * durable, wait for readers still inside the file, and srsv_space_unpin()
- * its bytes: free, and granted to waiting tickets.
+ * them.  Then commit: fdatasync the copies and every segment written
+ * since the last commit (a key's newest record must be durable before its
+ * older one may go), count the segment's records out of the index, delete
+ * the file, make the deletion durable, wait for readers still inside the
+ * file, and srsv_space_unpin() its bytes: free, the movers' reserve
+ * refilled first, the rest granted to waiting tickets.
  *
  * THE HEADROOM
  *
  * A cleaner needs space to free space: the live records go somewhere
- * before their segment can go.  Today's library gives it no room of its
- * own: srsv_space_unpin() grants the queued tickets first, a NO_FLUSH
- * reservation never passes a queued ticket, a reservation that may wait
- * fails with -EDEADLK inside the flush callback (it would wait for
- * itself), and a writer's fast-path reservation takes whatever the
- * tickets left.  Without help the store wedges: the cleaner's room goes
- * to the writers, a segment is left half-copied, the device is full of
- * used and pinned bytes, and every put fails with -ENOSPC while a third
- * of the device is dead (the first version of this file did exactly
- * that).  What works with the current API, in three pieces:
+ * before their segment can go.  Without room of its own the store wedges:
+ * the cleaner's room goes to the writers (an unpin grants queued tickets,
+ * a writer's fast path takes what they leave), a segment is left
+ * half-copied, the device is full of used and pinned bytes and every put
+ * fails with -ENOSPC while a third of the device is dead (the first
+ * version of this file did exactly that).  The library's movers' class
+ * is that room:
  *
- * - A standing reservation, one segment by default, held in the DATA
- *   pool's may_use, so that snapshots show it and the counters match the
- *   engine to the byte (a segment hidden from the pool would not).
- * - cleaner_reserve(): a segment's live bytes, all of them before its
- *   first copy, from the standing reservation, topped up with
- *   FLUSH_FREE_SPACE_INODE | NOWAIT.  A priority mode passes the writers'
- *   queued FLUSH_DATA tickets (btrfs writes its free-space cache inside a
- *   commit with it, for the same reason: the commit must not wait behind
- *   the writers it frees space for); NOWAIT never waits or flushes, so it
- *   is safe in the callback and under the clean lock.  pick() offers only
- *   segments whose live bytes fit the headroom, so none is left
- *   half-copied; when none fits, the pass gives up, counted
- *   (cleaner_enospc), and the tickets waiting fail with -ENOSPC.
- * - The refill after each unpin, behind a gate: writers start their DATA
- *   reservation with the gate read-held (srsv_ticket_reserve(), which
- *   never waits: granted at once, or queued and waited for after the gate
- *   is dropped), and the cleaner write-holds it across the unpin and the
- *   refill.  So only the tickets already queued (a record per writer) get
- *   freed bytes before the cleaner takes its reserve back.  A writer must
- *   not wait for space with the gate held: the flush callback takes it
- *   (the first deadlock an engine writes, docs/engines.md).
+ * - The DATA pool's movers' reserve (srsv_config::mover_reserve_bytes,
+ *   from ls_options::cleaner_reserve), one segment by default.  Why one:
+ *   the cleaner copies one segment at a time, and a segment with any dead
+ *   byte holds less than a segment of live records, so the reserve alone
+ *   covers the copies of any candidate, whatever the writers took; the
+ *   segment's unpin (its whole size, at least what was copied out of it)
+ *   refills the reserve before any ticket is granted, so it never runs
+ *   dry from one segment to the next.  Less would make segments with more
+ *   live bytes than the reserve depend on free space the writers take;
+ *   more would hide bytes from writers that no single copy needs.  The
+ *   library keeps it charged to may_use (snapshots show it, so the
+ *   counters still equal the engine's to the byte) and hides it from
+ *   writers and from statfs.
+ * - cleaner_reserve(): srsv_space_reserve_partial() with
+ *   SRSV_RESERVE_MOVER and SRSV_NO_FLUSH, between the live bytes of the
+ *   cheapest candidate and those of the best one: from the reserve first,
+ *   else from the pool passing the writers' queued tickets, never waiting
+ *   (it runs under the clean lock, often inside the flush callback, where
+ *   a reservation that may wait fails with -EDEADLK).  What it grants
+ *   decides the segment: the best one whose live bytes fit, all of them
+ *   reserved before the first copy, so none is left half-copied for lack
+ *   of room.  It fails (counted, cleaner_enospc) only when not even the
+ *   cheapest candidate fits.
+ * - Nothing after the unpin: the library refills the reserve inside the
+ *   unpin, under its pool lock, before it grants a ticket, so no writer
+ *   can take those bytes meanwhile.  (Before the movers' class, the store
+ *   held a standing reservation of its own and refilled it after each
+ *   unpin behind a writers' gate, an rwlock every DATA reservation
+ *   started under; both are gone.)
  *
  * cleaner_reserve() is the one function through which cleaning reserves.
- * When the library serves movers (cleaning, compaction output) from a
- * reserve it keeps, that function asks it, and the standing reservation,
- * the refill and the gate go.
  */
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,9 +108,6 @@
  * default watermarks, so it never starts late by much; a poll is one
  * pool snapshot. */
 #define BG_POLL_NS (5 * 1000 * 1000)
-/* NOWAIT reservations answer -EAGAIN when the pool lock is busy, too: a
- * few tries with a yield between tell "busy" from "no room". */
-#define RESERVE_TRIES 3
 /* The smallest record (a header and a 1-byte key, padded): sizes the
  * array of a segment's records. */
 #define MIN_RECORD_BYTES 40
@@ -114,155 +116,83 @@
 
 /*
  * THE place where cleaning reserves DATA for its copies (see "THE
- * HEADROOM" above): @bytes, a segment's live bytes, before its first
- * copy.  Clean lock held.  0: the caller holds @bytes of may_use;
- * -ENOSPC: no room, counted.
+ * HEADROOM" above): at least @min bytes (the live bytes of the cheapest
+ * candidate), at most @max (those of the best), before the first copy.
+ * Clean lock held.  0: the caller holds *@got bytes of may_use; -ENOSPC:
+ * not even @min could be had, counted.
  */
-static int cleaner_reserve(struct logstore *ls, uint64_t bytes)
+static int cleaner_reserve(struct logstore *ls, uint64_t min, uint64_t max,
+			   uint64_t *got)
 {
-	uint64_t held = atomic_load(&ls->reserve_held);
+	/* NO_FLUSH takes the pool's lock (short, never held across a
+	 * wait) and answers at once: 0 or -ENOSPC.  Anything else is a bug
+	 * of ours (bad arguments). */
+	int ret = srsv_space_reserve_partial(ls->data, min, max, SRSV_NO_FLUSH,
+					     SRSV_RESERVE_MOVER, got);
 
-	if (held >= bytes) {
-		atomic_store(&ls->reserve_held, held - bytes);
+	if (ret == -ENOSPC)
+		atomic_fetch_add(&ls->c.cleaner_enospc, 1);
+	else if (ret)
+		return LS_CHECK(ls, ret);
+	return ret;
+}
+
+/* The bytes the movers' reserve holds now (the library's figure). */
+uint64_t ls__mover_reserved(struct logstore *ls)
+{
+	struct srsv_space_info i;
+
+	if (srsv_space_snapshot(ls->data, &i, NULL, 0, NULL))
 		return 0;
-	}
-	for (int i = 0; i < RESERVE_TRIES; i++) {
-		int ret = srsv_space_reserve(ls->data, bytes - held,
-					     SRSV_FLUSH_FREE_SPACE_INODE,
-					     SRSV_RESERVE_NOWAIT);
-
-		if (!ret) {
-			atomic_store(&ls->reserve_held, 0);
-			return 0;
-		}
-		if (ret != -EAGAIN)
-			break;
-		sched_yield();
-	}
-	atomic_fetch_add(&ls->c.cleaner_enospc, 1);
-	return -ENOSPC;
-}
-
-/* Bring the standing reservation back to its target, from what is free
- * (clean lock held; the gate too, after an unpin).  -ENOSPC when nothing
- * could be taken. */
-int ls__cleaner_refill(struct logstore *ls)
-{
-	int ret = -ENOSPC;
-
-	for (int i = 0; i < RESERVE_TRIES; i++) {
-		uint64_t held = atomic_load(&ls->reserve_held), want, avail;
-
-		if (held >= ls->cleaner_reserve_target)
-			return 0;
-		want = ls->cleaner_reserve_target - held;
-		avail = ls__pool_free(ls->data);
-		if (want > avail)
-			want = avail;
-		if (!want)
-			return -ENOSPC;
-		ret = srsv_space_reserve(ls->data, want,
-					 SRSV_FLUSH_FREE_SPACE_INODE,
-					 SRSV_RESERVE_NOWAIT);
-		if (!ret) {
-			atomic_store(&ls->reserve_held, held + want);
-			continue;	/* more may have come free */
-		}
-		if (ret != -EAGAIN)
-			break;
-		sched_yield();
-	}
-	return ret;
-}
-
-/*
- * A delete on a full device: its tombstone's bytes from the standing
- * reservation (the caller then holds them as may_use, as if reserved).
- * Tombstones are tiny; the cleaner gets them back at its next refill.
- */
-int ls__cleaner_lend(struct logstore *ls, uint64_t bytes)
-{
-	uint64_t held;
-	int ret = -ENOSPC;
-
-	pthread_mutex_lock(&ls->clean_lock);
-	held = atomic_load(&ls->reserve_held);
-	if (held >= bytes) {
-		atomic_store(&ls->reserve_held, held - bytes);
-		ret = 0;
-	}
-	pthread_mutex_unlock(&ls->clean_lock);
-	return ret;
-}
-
-/*
- * A writer's DATA reservation, started with the gate read-held and
- * waited for without it (see "THE HEADROOM").  FLUSH_DATA: a normal
- * ticket, served by the library's async data walk, which calls the
- * engine's COMMIT_TRANS.
- */
-int ls__reserve_data(struct logstore *ls, uint64_t bytes, bool nowait)
-{
-	struct srsv_ticket t;
-	int ret;
-
-	if (nowait) {
-		if (pthread_rwlock_tryrdlock(&ls->gate))
-			return -EAGAIN;
-		ret = srsv_space_reserve(ls->data, bytes, SRSV_FLUSH_DATA,
-					 SRSV_RESERVE_NOWAIT);
-		pthread_rwlock_unlock(&ls->gate);
-		return ret;
-	}
-	pthread_rwlock_rdlock(&ls->gate);
-	ret = srsv_ticket_reserve(ls->data, &t, bytes, SRSV_FLUSH_DATA, 0);
-	pthread_rwlock_unlock(&ls->gate);
-	if (ret == -EINPROGRESS)
-		ret = srsv_ticket_wait(&t, UINT64_MAX);
-	return ret;
-}
-
-/* Give the standing reservation back (ls_close(); clean lock held). */
-void ls__cleaner_release(struct logstore *ls)
-{
-	uint64_t held = atomic_exchange(&ls->reserve_held, 0);
-
-	if (held)
-		LS_CHECK(ls, srsv_space_release(ls->data, held));
+	return i.mover_rsv_reserved;
 }
 
 /* ---- one segment ---- */
 
+/* What pick() saw. */
+struct pick {
+	uint64_t best_live;	/* live bytes (at most) of the segment picked */
+	uint64_t min_live;	/* of the cheapest candidate (UINT64_MAX:
+				 * none) */
+	bool all_dead;		/* the segment picked is all dead */
+};
+
 /*
- * The segment to clean next, marked, or NULL: among those whose live
- * bytes fit @headroom.  @desperate: the library asked and nothing sealed
- * has dead bytes: seal an open segment that has.
+ * The segment to clean next, or NULL: the best among those with dead
+ * bytes whose live bytes fit @headroom.  A segment's live bytes are at
+ * most its size less its dead bytes (a live tombstone that dies with the
+ * segment is not copied), and records only die, so a figure seen here
+ * holds until the segment is cleaned.  @mark: mark it as being cleaned
+ * (else only look).  @desperate: the library asked and no sealed segment
+ * with dead bytes fits: seal an open one that has some (a small store).
  */
 static struct ls_segment *pick(struct logstore *ls, bool desperate,
-			       uint64_t headroom, bool *all_dead,
-			       bool *no_room)
+			       uint64_t headroom, bool mark, struct pick *pk)
 {
 	struct ls_segment *best = NULL;
 	double best_score = -1;
-	bool too_live = false;
 
+	pk->best_live = 0;
+	pk->min_live = UINT64_MAX;
+	pk->all_dead = false;
 	pthread_mutex_lock(&ls->log_lock);
 	pthread_mutex_lock(&ls->index_lock);
 	for (struct ls_segment *s = ls->segments; s; s = s->next) {
+		uint64_t live = s->size - s->dead;
 		double score, u, age;
 
 		if (!s->sealed || s->cleaning || !s->dead)
 			continue;
-		if (s->size - s->dead > headroom) {
-			too_live = true;
+		if (live < pk->min_live)
+			pk->min_live = live;
+		if (live > headroom)
 			continue;
-		}
 		if (s->dead == s->size) {
 			score = HUGE_VAL;
 		} else if (ls->opt.clean_policy == LS_CLEAN_GREEDY) {
 			score = (double)s->dead;
 		} else {
-			u = (double)(s->size - s->dead) / (double)s->size;
+			u = (double)live / (double)s->size;
 			age = (double)(ls->written - s->sealed_at) + 1;
 			score = (1 - u) * age / (1 + u);
 		}
@@ -274,12 +204,18 @@ static struct ls_segment *pick(struct logstore *ls, bool desperate,
 	if (!best && desperate) {
 		struct ls_segment *open[2] = { ls->head, ls->out };
 
-		for (int i = 0; i < 2; i++)
-			if (open[i] && open[i]->dead &&
-			    open[i]->size - open[i]->dead <= headroom &&
-			    (!best || open[i]->dead > best->dead))
-				best = open[i];
-		if (best) {
+		for (int i = 0; i < 2; i++) {
+			struct ls_segment *o = open[i];
+
+			if (!o || !o->dead)
+				continue;
+			if (o->size - o->dead < pk->min_live)
+				pk->min_live = o->size - o->dead;
+			if (o->size - o->dead <= headroom &&
+			    (!best || o->dead > best->dead))
+				best = o;
+		}
+		if (best && mark) {
 			best->sealed = true;
 			best->sealed_at = ls->written;
 			if (best == ls->head)
@@ -289,10 +225,10 @@ static struct ls_segment *pick(struct logstore *ls, bool desperate,
 		}
 	}
 	if (best) {
-		best->cleaning = true;
-		*all_dead = best->dead == best->size;
+		best->cleaning = mark;
+		pk->best_live = best->size - best->dead;
+		pk->all_dead = best->dead == best->size;
 	}
-	*no_room = !best && too_live;
 	pthread_mutex_unlock(&ls->index_lock);
 	pthread_mutex_unlock(&ls->log_lock);
 	return best;
@@ -440,46 +376,53 @@ static bool must_move(struct logstore *ls, const struct ls_rec *r, size_t nr)
 	return here != older;
 }
 
+/*
+ * Clean @seg with @held bytes of DATA may_use reserved for its copies (at
+ * least its live bytes when pick() saw it); what the copies do not take
+ * goes back.  *@freed: the segment's bytes, unpinned.
+ */
 static int clean_segment(struct logstore *ls, struct ls_segment *seg,
-			 uint64_t *freed)
+			 uint64_t held, uint64_t *freed)
 {
 	uint64_t size = seg->size;	/* sealed: fixed */
-	uint64_t live = 0, budget;
+	uint64_t live = 0, budget = held;
 	struct ls_segment **pp;
 	size_t nr = 0;
+	bool copying;
 	int ret;
 
 	ret = read_records(ls, seg, &nr);
+	copying = !ret;
 	for (size_t i = 0; !ret && i < nr; i++)
 		if (must_move(ls, &ls->clean_recs[i], nr))
 			live += ls->clean_recs[i].len;
-	/* Room for every copy before the first: records only die
-	 * meanwhile, so this is enough, and what they leave goes back. */
-	if (!ret && live)
-		ret = cleaner_reserve(ls, live);
-	if (ret) {
-		seg->cleaning = false;
-		return ret;
-	}
-	budget = live;
+	/* Room for every copy before the first: records only die after
+	 * pick() saw the segment, so what it saw fits. */
+	if (!ret && live > held)
+		ret = LS_CHECK(ls, -EUCLEAN);		/* cannot happen */
 	for (size_t i = 0; !ret && i < nr; i++) {
 		const struct ls_rec *r = &ls->clean_recs[i];
 
 		if (!must_move(ls, r, nr))
 			continue;
-		if (budget < r->len)		/* cannot happen */
+		if (budget < r->len)			/* cannot happen */
 			ret = LS_CHECK(ls, -EUCLEAN);
 		else if (!(ret = copy_forward(ls, r)))
 			budget -= r->len;
 	}
-	atomic_fetch_add(&ls->reserve_held, budget);
+	/* What the copies did not take (records that died meanwhile, a
+	 * grant above the live bytes) goes back: to the movers' reserve
+	 * first, the library's rule. */
+	if (budget)
+		LS_CHECK(ls, srsv_space_release(ls->data, budget));
 	/* The commit: the copies and every newer record durable first. */
 	if (!ret)
 		ret = LS_CHECK(ls, ls__sync_all(ls));
 	if (ret) {
 		/* What was copied stays valid; the rest waits for the next
 		 * pass, with more of the segment dead by then. */
-		atomic_fetch_add(&ls->c.clean_aborted, 1);
+		if (copying)
+			atomic_fetch_add(&ls->c.clean_aborted, 1);
 		seg->cleaning = false;
 		return ret;
 	}
@@ -501,14 +444,10 @@ static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 		pthread_cond_wait(&ls->readers_done, &ls->index_lock);
 	pthread_mutex_unlock(&ls->index_lock);
 	ls__seg_close(seg);
-	/* Every byte of it was pinned (index.c): all of it is free now.
-	 * The queued tickets get it first (the library grants on unpin);
-	 * behind the gate no new reservation starts until the cleaner has
-	 * its headroom back. */
-	pthread_rwlock_wrlock(&ls->gate);
+	/* Every byte of it was pinned (index.c): all of it is free now.  The
+	 * library refills the movers' reserve first, under its pool lock,
+	 * then grants the queued tickets. */
 	LS_CHECK(ls, srsv_space_unpin(ls->data, size));
-	(void)ls__cleaner_refill(ls);
-	pthread_rwlock_unlock(&ls->gate);
 	atomic_fetch_add(&ls->c.segments_cleaned, 1);
 	atomic_fetch_add(&ls->c.cleaned_bytes, size);
 	*freed = size;
@@ -517,8 +456,9 @@ static int clean_segment(struct logstore *ls, struct ls_segment *seg,
 
 /*
  * Clean until @bytes came back (entirely dead segments are taken even
- * past @bytes: they cost an unlink) or @max_segments were cleaned.  The bytes given back, or a negative errno if none came back
- * because of an error (-ENOSPC: no headroom for the copies).
+ * past @bytes: they cost an unlink) or @max_segments were cleaned.  The
+ * bytes given back, or a negative errno if none came back because of an
+ * error (-ENOSPC: no room for the copies of any candidate).
  */
 int64_t ls__clean(struct logstore *ls, uint64_t bytes, unsigned max_segments,
 		  bool desperate, bool background)
@@ -529,30 +469,34 @@ int64_t ls__clean(struct logstore *ls, uint64_t bytes, unsigned max_segments,
 
 	pthread_mutex_lock(&ls->clean_lock);
 	while (n < max_segments) {
+		bool last_resort = desperate && !freed;
 		struct ls_segment *seg;
-		bool all_dead = false, no_room = false;
-		uint64_t f = 0;
+		uint64_t f = 0, got = 0;
+		struct pick pk;
 
-		seg = pick(ls, desperate && !freed,
-			   atomic_load(&ls->reserve_held) +
-			   ls__pool_free(ls->data), &all_dead, &no_room);
-		if (!seg) {
-			/* Dead bytes there are, but no room to copy what
-			 * lives beside them. */
-			if (no_room && !freed) {
-				atomic_fetch_add(&ls->c.cleaner_enospc, 1);
-				ret = -ENOSPC;
-			}
+		/* Look first, then reserve: the grant decides the segment. */
+		if (!pick(ls, last_resort, UINT64_MAX, false, &pk))
+			break;			/* nothing dead */
+		if (freed && freed >= bytes && !pk.all_dead)
 			break;
+		if (pk.best_live) {
+			ret = cleaner_reserve(ls, pk.min_live ? pk.min_live : 1,
+					      pk.best_live, &got);
+			if (ret)
+				break;
 		}
-		if (freed && freed >= bytes && !all_dead) {
-			seg->cleaning = false;
+		seg = pick(ls, last_resort, got, true, &pk);
+		if (!seg) {
+			/* Nothing fits any more (cannot happen: records
+			 * only die); give the grant back. */
+			if (got)
+				LS_CHECK(ls, srsv_space_release(ls->data, got));
 			break;
 		}
 		atomic_fetch_add(&ls->c.clean_passes, 1);
 		if (background)
 			atomic_fetch_add(&ls->c.bg_passes, 1);
-		ret = clean_segment(ls, seg, &f);
+		ret = clean_segment(ls, seg, got, &f);
 		if (ret)
 			break;
 		freed += f;

@@ -512,7 +512,7 @@ int main(int argc, char **argv)
 	       st.clean_aborted);
 	printf("store           %" PRIu64 " segments, %.2f MiB: %.2f live, %.2f "
 	       "dead; %" PRIu64 " keys, %" PRIu64 " live tombstones, %" PRIu64
-	       " index entries; cleaner reserve %.2f MiB\n", st.segments,
+	       " index entries; movers' reserve %.2f MiB\n", st.segments,
 	       mib(st.file_bytes), mib(st.live_bytes), mib(st.dead_bytes),
 	       st.keys, st.tombstones, st.entries,
 	       mib(st.cleaner_reserve_held));

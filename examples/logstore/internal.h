@@ -5,11 +5,7 @@
  * Locks, in the order they nest (never the other way):
  *
  *   clean_lock   one cleaning step at a time; the cleaner's output
- *                segment and its reservation (cleaner.c)
- *   gate         (an rwlock) writers read-hold it only while they start
- *                a DATA reservation, holding nothing else; the cleaner
- *                write-holds it only while it unpins a segment and
- *                refills its headroom
+ *                segment (cleaner.c)
  *   log_lock     the writers' head segment, the segment list, segment
  *                ids and sequence numbers (held across the append's
  *                pwrite: NOWAIT puts only try it)
@@ -147,21 +143,16 @@ struct logstore {
 	char *dir;
 	int dirfd;
 	unsigned tenants;
-	uint64_t cleaner_reserve_target;
+	/* The DATA pool's movers' reserve (cleaner.c, "THE HEADROOM"):
+	 * srsv_config::mover_reserve_bytes[SRSV_POOL_DATA]. */
+	uint64_t mover_reserve;
 
 	struct srsv_ctx *ctx;
 	struct srsv_space *data, *meta;
 	struct srsv_quota *quota[LS_MAX_TENANTS];
 
-	/* The writers' gate (cleaner.c, "THE HEADROOM"): writers hold it
-	 * for reading while they start a DATA reservation (never while it
-	 * waits), the cleaner for writing while it unpins and refills. */
-	pthread_rwlock_t gate;
-
 	pthread_mutex_t clean_lock;
 	struct ls_segment *out;		/* the cleaner's output segment */
-	_Atomic uint64_t reserve_held;	/* DATA may_use kept for copies
-					 * (written under clean_lock) */
 	unsigned char *clean_buf;	/* a segment's bytes (clean_lock) */
 	struct ls_rec *clean_recs;	/* its records (clean_lock) */
 	uint32_t *clean_order;		/* their indexes by key hash */
@@ -257,12 +248,9 @@ int ls__index_reclaim(struct logstore *ls, struct ls_segment *seg,
 		      const struct ls_rec *recs, size_t nr);
 
 /* cleaner.c */
-int ls__reserve_data(struct logstore *ls, uint64_t bytes, bool nowait);
-int ls__cleaner_lend(struct logstore *ls, uint64_t bytes);
 int64_t ls__clean(struct logstore *ls, uint64_t bytes, unsigned max_segments,
 		  bool desperate, bool background);
-int ls__cleaner_refill(struct logstore *ls);
-void ls__cleaner_release(struct logstore *ls);
+uint64_t ls__mover_reserved(struct logstore *ls);
 int ls__bg_start(struct logstore *ls);
 void ls__bg_stop(struct logstore *ls);
 

@@ -37,7 +37,7 @@ extern "C" {
 #define LS_KEY_MAX 255
 /* Bytes of a record's header (log.c has the layout). */
 #define LS_RECORD_HEADER 32
-/* ls_options::cleaner_reserve for "keep no reserve": the cleaner then
+/* ls_options::cleaner_reserve for "no movers' reserve": the cleaner then
  * copies only into space it finds free (tests of the headroom problem). */
 #define LS_NO_CLEANER_RESERVE UINT64_MAX
 
@@ -82,7 +82,8 @@ struct ls_options {
 	unsigned tenants;
 	/* Per-tenant limit on live value bytes (0: no limit). */
 	uint64_t quota[LS_MAX_TENANTS];
-	/* Bytes of DATA the cleaner keeps reserved for its copies (0: one
+	/* The DATA pool's movers' reserve, which the library keeps for the
+	 * cleaner's copies (srsv_config::mover_reserve_bytes; 0: one
 	 * segment; LS_NO_CLEANER_RESERVE: none).  See cleaner.c. */
 	uint64_t cleaner_reserve;
 	enum ls_clean_policy clean_policy;
@@ -135,7 +136,8 @@ struct ls_stats {
 	uint64_t entries;		/* index entries */
 	uint64_t keys;			/* of which live values */
 	uint64_t tombstones;		/* of which live tombstones */
-	uint64_t cleaner_reserve_held;	/* DATA may_use the cleaner holds */
+	uint64_t cleaner_reserve_held;	/* the movers' reserve's bytes (DATA
+					 * may_use the library keeps) */
 	uint64_t capacity;
 	/* at ls_open(): what the restart recipe loaded */
 	uint64_t loaded_segments, loaded_records, torn_bytes;

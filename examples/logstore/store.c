@@ -66,18 +66,18 @@
  * an overwrite at the limit too (the new copy is reserved before the old
  * one dies, as a btrfs COW overwrite is).  Tombstones are not charged: a
  * tenant at its limit must be able to delete.  So must a full device: a
- * delete that finds no room borrows its tombstone's bytes from the
- * cleaner's headroom (cleaner.c), as btrfs's unlink steals from its
- * global reserve.
+ * delete that finds no room takes its tombstone's bytes through the
+ * movers' class (write_record() says why), as btrfs's unlink steals from
+ * its global reserve.
  *
  * NOWAIT
  *
  * ls_put(..., LS_NOWAIT) makes every reservation with
  * SRSV_RESERVE_NOWAIT, only try-locks the log lock (held across the
- * pwrite) and the writers' gate (cleaner.c), and does not create a
- * segment file; any of those is -EAGAIN, and the caller retries from a
- * thread that may block.  It takes the index lock and the library's pool
- * locks, which nobody holds across I/O or a wait.
+ * pwrite), and does not create a segment file; any of those is -EAGAIN,
+ * and the caller retries from a thread that may block.  It takes the
+ * index lock and the library's pool locks, which nobody holds across I/O
+ * or a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -187,8 +187,8 @@ void ls__on_write(struct logstore *ls, uint64_t bytes, enum ls_writer who)
  * Called by the library's workers (or srsv_ctx_run_pending() in manual
  * mode) with no library lock held, never with one of ours held by this
  * thread: a put reserves before it takes any lock.  @bytes is what the
- * waiting tickets lack (data walk) or a quarter of the reclaimable space
- * (preemptive calls, metadata only in this version of the library).
+ * waiting tickets lack (data walk) or a quarter of the pool's debt
+ * (preemptive calls: the dead bytes, all pinned).
  */
 int ls__flush(struct srsv_space *space, enum srsv_flush_state state,
 	      uint64_t bytes, bool for_preempt, void *user)
@@ -325,13 +325,27 @@ static int write_record(struct logstore *ls, unsigned tenant, enum ls_kind kind,
 	t0 = now_ns();
 	ret = charged ? srsv_quota_reserve(q, SRSV_QUOTA_DATA, len, rflags) : 0;
 	if (!ret) {
-		ret = ls__reserve_data(ls, len, nowait);
-		/* A full device must still take deletes: they are what
-		 * makes room.  A tombstone borrows from the cleaner's
-		 * headroom, as an unlink steals from btrfs's global
-		 * reserve (data pools have none in this library). */
+		/* FLUSH_DATA: a normal ticket if it does not fit, served by
+		 * the library's async data walk, which calls COMMIT_TRANS. */
+		ret = srsv_space_reserve(ls->data, len, SRSV_FLUSH_DATA, rflags);
+		/*
+		 * A full device must still take deletes: they are what makes
+		 * room.  A tombstone is a mover's write in the library's
+		 * sense: it frees more than it takes (the value it kills,
+		 * which the cleaner then reclaims, against a header and a
+		 * key), so it may use the movers' class: the movers'
+		 * reserve, else the pool passing the writers' queued
+		 * tickets.  NO_FLUSH: the walk just failed, waiting again
+		 * would find nothing.  Only once the device is full, so
+		 * that deletes do not draw on the reserve while writers
+		 * can still be served; a tombstone is at most 288 bytes
+		 * against the reserve's segment, and every byte the cleaner
+		 * frees refills the reserve first.  As btrfs's unlink
+		 * steals from the global reserve.
+		 */
 		if (ret == -ENOSPC && kind == LS_KIND_DELETE)
-			ret = ls__cleaner_lend(ls, len);
+			ret = srsv_space_reserve(ls->data, len, SRSV_NO_FLUSH,
+						 SRSV_RESERVE_MOVER);
 		if (!ret) {
 			ret = srsv_space_reserve(ls->meta, meta, SRSV_FLUSH_ALL,
 						 rflags);
@@ -517,7 +531,6 @@ static void free_store(struct logstore *ls)
 	ls__index_free(&ls->index);
 	if (ls->dirfd >= 0)
 		close(ls->dirfd);
-	pthread_rwlock_destroy(&ls->gate);
 	pthread_mutex_destroy(&ls->clean_lock);
 	pthread_mutex_destroy(&ls->log_lock);
 	pthread_mutex_destroy(&ls->index_lock);
@@ -535,7 +548,6 @@ static void free_store(struct logstore *ls)
 int ls_open(const char *dir, const struct ls_options *opt,
 	    struct logstore **out)
 {
-	pthread_rwlockattr_t rwattr;
 	pthread_condattr_t cattr;
 	struct srsv_config cfg;
 	struct logstore *ls;
@@ -565,18 +577,12 @@ int ls_open(const char *dir, const struct ls_options *opt,
 		ls->opt.bg_low_pct = BG_LOW_PCT;
 		ls->opt.bg_high_pct = BG_HIGH_PCT;
 	}
-	ls->cleaner_reserve_target =
+	/* The cleaner's headroom: one segment (cleaner.c says why). */
+	ls->mover_reserve =
 		opt->cleaner_reserve == LS_NO_CLEANER_RESERVE ? 0 :
 		opt->cleaner_reserve ? opt->cleaner_reserve : LS_SEGMENT_BYTES;
 	ls->next_id = 1;
 	ls->next_seq = 1;
-	pthread_rwlockattr_init(&rwattr);
-	/* The cleaner's short write sections must not starve behind a
-	 * stream of writers' read sections. */
-	pthread_rwlockattr_setkind_np(&rwattr,
-			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&ls->gate, &rwattr);
-	pthread_rwlockattr_destroy(&rwattr);
 	pthread_mutex_init(&ls->clean_lock, NULL);
 	pthread_mutex_init(&ls->log_lock, NULL);
 	pthread_mutex_init(&ls->index_lock, NULL);
@@ -613,6 +619,9 @@ int ls_open(const char *dir, const struct ls_options *opt,
 	cfg.unallocated_bytes = 0;
 	/* "One item's worth" is one index entry (a 16-byte key's). */
 	cfg.item_bytes = ls_entry_bytes(16);
+	/* The movers' reserve the cleaner copies into (cleaner.c, "THE
+	 * HEADROOM"); the library keeps it charged and refills it first. */
+	cfg.mover_reserve_bytes[SRSV_POOL_DATA] = ls->mover_reserve;
 	if (opt->configure)
 		opt->configure(&cfg, opt->arg);
 	cfg.flush = ls__flush;
@@ -632,15 +641,8 @@ int ls_open(const char *dir, const struct ls_options *opt,
 	for (unsigned t = 0; t < ls->tenants && !ret; t++)
 		if (opt->quota[t])
 			ret = srsv_quota_set_limit(ls->quota[t], opt->quota[t]);
-	if (!ret) {
-		/* The cleaner's headroom (cleaner.c); a store opened nearly
-		 * full starts with what there is. */
-		pthread_mutex_lock(&ls->clean_lock);
-		(void)ls__cleaner_refill(ls);
-		pthread_mutex_unlock(&ls->clean_lock);
-		if (opt->bg_cleaner)
-			ret = ls__bg_start(ls);
-	}
+	if (!ret && opt->bg_cleaner)
+		ret = ls__bg_start(ls);
 	if (ret) {
 		srsv_ctx_destroy(ls->ctx);
 		free_store(ls);
@@ -674,7 +676,6 @@ int ls_close(struct logstore *ls)
 	pthread_mutex_lock(&ls->clean_lock);
 	if (!ret)
 		ret = ls__sync_all(ls);
-	ls__cleaner_release(ls);
 	pthread_mutex_unlock(&ls->clean_lock);
 	srsv_ctx_destroy(ls->ctx);
 	free_store(ls);
@@ -727,7 +728,7 @@ int ls_stats(struct logstore *ls, struct ls_stats *st)
 	st->clean_aborted = atomic_load(&c->clean_aborted);
 	st->bg_passes = atomic_load(&c->bg_passes);
 	st->flush_calls = atomic_load(&c->flush_calls);
-	st->cleaner_reserve_held = atomic_load(&ls->reserve_held);
+	st->cleaner_reserve_held = ls__mover_reserved(ls);
 	st->capacity = ls->opt.capacity;
 	st->loaded_segments = ls->loaded_segments;
 	st->loaded_records = ls->loaded_records;

@@ -2,7 +2,10 @@
 /*
  * logstore under load: writers, a reader, the library's flush callback
  * and (in one case) the engine's background cleaner at once, for
- * SRSV_STRESS_SECONDS seconds (default 3) per case.
+ * SRSV_STRESS_SECONDS seconds (default 3) per case.  Three cases: tickets
+ * only (SRSV_CTX_NO_DATA_PREEMPT, btrfs's data behaviour: the store cleans
+ * when writers wait), the library's defaults (the data pool's preemptive
+ * flusher cleans before they do), and the engine's background cleaner.
  *
  * Each writer owns a range of keys of one tenant and keeps a shadow of
  * what it last stored there, so every read of its own keys has one right
@@ -12,7 +15,9 @@
  * A reader reads everyone's keys and checks that a value names its key.
  * The device is small (6 MiB, 40% live at most), so cleaning never stops
  * and writers wait on the library's tickets, but never for good: a put
- * that fails with -ENOSPC fails the test (the store must not wedge).
+ * that fails with -ENOSPC fails the test (the store must not wedge), and
+ * so does a cleaning pass that finds no room for its copies (the movers'
+ * reserve is the cleaner's headroom: no other is kept).
  * At the end: verify, every key against the shadow, close, reopen (the
  * restart), verify and compare again.
  *
@@ -280,8 +285,21 @@ static void check_shadows(struct logstore *ls, struct writer *w)
 						sizeof(failure)), "%s", failure);
 }
 
-static void run(bool bg_cleaner)
+enum mode { TICKETS_ONLY, LIBRARY_DEFAULTS, BACKGROUND_CLEANER };
+static const char *const mode_names[] = {
+	"tickets only", "library defaults", "background cleaner"
+};
+
+static void no_data_preempt(struct srsv_config *cfg, void *arg)
 {
+	(void)arg;
+	cfg->flags |= SRSV_CTX_NO_DATA_PREEMPT;
+}
+
+static void run(enum mode mode)
+{
+	bool bg_cleaner = mode == BACKGROUND_CLEANER;
+	struct srsv_space_stats ss;
 	static struct writer w[WRITERS];
 	struct reader r;
 	struct ls_options o;
@@ -295,6 +313,8 @@ static void run(bool bg_cleaner)
 	o.tenants = 2;
 	o.no_sync = true;
 	o.bg_cleaner = bg_cleaner;
+	if (mode == TICKETS_ONLY)
+		o.configure = no_data_preempt;
 	/* Tenant 1's writers could store 300 values: let it keep 200. */
 	o.quota[1] = 200 * ls_record_bytes(KEY_LEN, VAL_LEN);
 	ck_assert_int_eq(ls_open(dir, &o, &ls), 0);
@@ -327,17 +347,33 @@ static void run(bool bg_cleaner)
 	ck_assert_msg(!r.failure[0], "reader: %s", r.failure);
 
 	ck_assert_int_eq(ls_stats(ls, &st), 0);
+	ck_assert_int_eq(srsv_space_get_stats(srsv_ctx_space(ls_ctx(ls),
+							     SRSV_POOL_DATA),
+					      &ss), 0);
 	fprintf(stderr, "logstore stress (%s): %u puts, %u -EDQUOT, %" PRIu64
 		" segments cleaned (%" PRIu64 " by the background cleaner, %"
-		PRIu64 " flush callback calls), %" PRIu64 " MiB moved, %" PRIu64
-		" lost copies, cleaner without headroom %" PRIu64 "\n",
-		bg_cleaner ? "background cleaner" : "tickets only", puts, edquot,
-		st.segments_cleaned, st.bg_passes, st.flush_calls,
+		PRIu64 " flush callback calls, %" PRIu64 " of them preemptive),"
+		" %" PRIu64 " MiB moved, %" PRIu64 " lost copies, cleaner "
+		"without headroom %" PRIu64 "\n", mode_names[mode], puts,
+		edquot, st.segments_cleaned, st.bg_passes, st.flush_calls,
+		ss.states[SRSV_STATE_COMMIT_TRANS].preempt_calls,
 		st.moved_bytes >> 20, st.lost_copies, st.cleaner_enospc);
 	/* It worked, it cleaned, and the quota bit. */
 	ck_assert_uint_gt(puts, 1000);
 	ck_assert_uint_gt(st.segments_cleaned, 0);
 	ck_assert_uint_eq(st.enospc, 0);
+	/* The cleaner always had room for its copies, with no headroom of
+	 * the store's own. */
+	ck_assert_uint_eq(st.cleaner_enospc, 0);
+	ck_assert_uint_eq(st.clean_aborted, 0);
+	/* Who cleaned: the tickets only when asked to, the library's
+	 * defaults mostly before anyone waited. */
+	if (mode == TICKETS_ONLY)
+		ck_assert_uint_eq(ss.states[SRSV_STATE_COMMIT_TRANS].preempt_calls,
+				  0);
+	if (mode == LIBRARY_DEFAULTS)
+		ck_assert_uint_gt(ss.states[SRSV_STATE_COMMIT_TRANS].preempt_calls,
+				  0);
 	verify_ok(ls);
 	check_shadows(ls, w);
 	ck_assert_int_eq(ls_close(ls), 0);
@@ -352,13 +388,19 @@ static void run(bool bg_cleaner)
 
 START_TEST(test_stress_tickets_only)
 {
-	run(false);
+	run(TICKETS_ONLY);
+}
+END_TEST
+
+START_TEST(test_stress_library_defaults)
+{
+	run(LIBRARY_DEFAULTS);
 }
 END_TEST
 
 START_TEST(test_stress_background_cleaner)
 {
-	run(true);
+	run(BACKGROUND_CLEANER);
 }
 END_TEST
 
@@ -373,6 +415,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, (double)seconds + 2 * JOIN_GRACE_S);
 	tcase_add_test(tc, test_stress_tickets_only);
+	tcase_add_test(tc, test_stress_library_defaults);
 	tcase_add_test(tc, test_stress_background_cleaner);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
