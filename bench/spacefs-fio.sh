@@ -16,6 +16,11 @@
 #                      on and the library's pacing of metadata reservations
 #                      from PACE% of the pool's room (mount option pace=PACE;
 #                      default 80; 0: no such mode)
+#   DATA               1 (default): randwrite and randrw also run a mode
+#                      with preemptive flushing on but the data pool's
+#                      reclaim by debt off (data_preempt=0,
+#                      SRSV_CTX_NO_DATA_PREEMPT: btrfs's data behaviour);
+#                      0: no such mode
 #
 # Jobs (fio, unchanged but for sizes and run times):
 #   randwrite   the preemptive-flushing series' job: 4 jobs, 4 KiB random writes, sync engine, buffered,
@@ -35,13 +40,15 @@
 # The modes of one repetition run one after the other, so the ratios are
 # of runs made side by side.  Last line: "summary:
 # randwrite_preempt_ratio=R fill_ratio=F randwrite_pace_bw=B
-# randwrite_pace_p99=P" where R is the randwrite median bandwidth with
-# preemptive flushing over without, B and P randwrite's median bandwidth
-# and p99 with pacing over without (preemptive flushing on in both).
+# randwrite_pace_p99=P randwrite_data_bw=D randwrite_data_p99=Q" where R
+# is the randwrite median bandwidth with preemptive flushing over
+# without, B and P randwrite's median bandwidth and p99 with pacing over
+# without (preemptive flushing on in both), D and Q with the data pool's
+# reclaim by debt over without (preemptive flushing on in both).
 set -u
 
 case ${1:-} in
--h|--help) sed -n '3,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '3,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 --version)
 	sed -n "s/^  version: '\\([^']*\\)',\$/spacefs-fio.sh (libspacersv) \\1/p" \
 		"$(dirname "$0")/../meson.build"
@@ -53,6 +60,7 @@ SPACEFS=${SPACEFS:-$BUILD/examples/spacefs/spacefs}
 BASE=${SPACEFS_BENCH_DIR:-/tmp}
 RUNS=${RUNS:-3}
 PACE=${PACE:-80}
+DATA=${DATA:-1}
 
 die() {
 	echo "spacefs-fio: $*" >&2
@@ -136,12 +144,14 @@ RESULTS=$WORK/results
 : >"$RESULTS"
 
 # run_job NAME MODE REP BACKING MOUNTOPTS FIOARGS...: MODE 0 preemptive
-# flushing off, 1 on, p on with pacing from $PACE%
+# flushing off, 1 on, p on with pacing from $PACE%, b on with the data
+# pool's reclaim by debt off
 run_job() {
 	local name=$1 mode=$2 rep=$3 back=$4 opts=$5 out tickets commits
 	shift 5
 	case $mode in
 	p) mount_fs "$back" "$opts,preempt=1,pace=$PACE" ;;
+	b) mount_fs "$back" "$opts,preempt=1,data_preempt=0" ;;
 	*) mount_fs "$back" "$opts,preempt=$mode" ;;
 	esac
 	out=$WORK/$name-$mode-$rep.json
@@ -201,11 +211,13 @@ layout "$RR_BACK" "$OPTS" --name=layout --rw=write --bs=1m \
 	--ioengine=psync --filename=foobar --size=256m
 
 for rep in $(seq "$RUNS"); do
-	for mode in 0 1 p; do
+	for mode in 0 1 p b; do
 		[ "$mode" = p ] && [ "$PACE" = 0 ] && continue
+		[ "$mode" = b ] && [ "$DATA" = 0 ] && continue
 		run_job randwrite $mode "$rep" "$RW_BACK" "$OPTS" "${RW_JOB[@]}"
 		[ "$mode" = p ] && continue
 		run_job randrw $mode "$rep" "$RR_BACK" "$OPTS" "${RR_JOB[@]}"
+		[ "$mode" = b ] && continue
 		for eng in psync io_uring; do
 			case $eng in
 			psync) name=seq-psync ;;
@@ -243,14 +255,14 @@ med = {}
 print("%-10s %-7s %10s %10s %10s %9s %8s   %s" % ("job", "preempt", "write MiB/s",
       "read MiB/s", "p99 us", "tickets", "commits", "write MiB/s per run"))
 for job in jobs:
-    for mode in ("0", "1", "p"):
+    for mode in ("0", "1", "p", "b"):
         rs = [r for r in rows if r[0] == job and r[1] == mode]
         if not rs:
             continue
         m = [statistics.median(float(r[i]) for r in rs) for i in (3, 4, 5, 7, 8)]
         med[(job, mode)] = m
         print("%-10s %-7s %10.1f %10.1f %10.0f %9.0f %8.0f   %s" % (job,
-              {"0": "off", "1": "on", "p": "on+pace"}[mode], m[0], m[1],
+              {"0": "off", "1": "on", "p": "on+pace", "b": "on-data"}[mode], m[0], m[1],
               m[2], m[3], m[4],
               " ".join(r[3] for r in rs)))
 for job in jobs:
@@ -271,7 +283,18 @@ if ("randwrite", "p") in med:
           " ".join("%.2f" % x for x in per(5))))
     pace = " randwrite_pace_bw=%.2f randwrite_pace_p99=%.2f" % (
         paced[0] / on[0], paced[2] / on[2])
+data = ""
+for job in jobs:
+    if (job, "b") in med and (job, "1") in med and med[(job, "b")][0] > 0:
+        on, off = med[(job, "1")], med[(job, "b")]
+        print("%-10s data pool's reclaim by debt on/off (preemptive on): "
+              "bandwidth %.2f, p99 %.2f, tickets %.0f vs %.0f" % (job,
+              on[0] / off[0], on[2] / off[2] if off[2] else float("nan"),
+              on[3], off[3]))
+        if job == "randwrite":
+            data = " randwrite_data_bw=%.2f randwrite_data_p99=%.2f" % (
+                on[0] / off[0], on[2] / off[2] if off[2] else float("nan"))
 print("fill: %d bytes written before ENOSPC on a %d-byte spacefs (%s ENOSPC)"
       % (fill_bytes, capacity, enospc))
-print("summary: randwrite_preempt_ratio=%.2f fill_ratio=%.4f%s" % (ratio, fill, pace))
+print("summary: randwrite_preempt_ratio=%.2f fill_ratio=%.4f%s%s" % (ratio, fill, pace, data))
 EOF

@@ -88,6 +88,7 @@ void sfs_config_init(struct sfs_config *cfg)
 	cfg->meta_bytes = 16 * SFS_MiB;
 	cfg->cache_bytes = 64 * SFS_MiB;
 	cfg->preempt = true;
+	cfg->data_preempt = true;
 	/* btrfs's default commit interval. */
 	cfg->commit_interval = 30;
 }
@@ -883,6 +884,8 @@ int sfs_mount(const struct sfs_config *cfg, struct sfs **out)
 
 	srsv_config_init(&sc);
 	sc.flags = cfg->preempt ? 0 : SRSV_CTX_NO_PREEMPT;
+	if (!cfg->data_preempt)
+		sc.flags |= SRSV_CTX_NO_DATA_PREEMPT;
 	/* Writers slowed smoothly before the metadata pool fills (design.md,
 	 * "Pacing"); the cache limit above stays the bound on dirty memory. */
 	sc.pace_start_pct = cfg->pace_pct;
@@ -1195,6 +1198,7 @@ int sfs_snapshot(struct sfs *fs, char **out, size_t *len)
 	S("max_file_bytes", fs->max_bytes);
 	S("dirty_bytes", atomic_load(&fs->dirty_bytes));
 	S("preempt", atomic_load(&fs->preempt));
+	S("data_preempt", fs->cfg.data_preempt);
 	S("commits", atomic_load(&fs->commits));
 	bprintf(&b, "commit_ms %.3f\n",
 		(double)atomic_load(&fs->commit_ns) / 1e6);

@@ -3,7 +3,8 @@
  * spacefs: a FUSE file system whose space accounting is libspacersv.
  *
  *   spacefs MOUNTPOINT -o backing=DIR[,capacity=1G][,meta=16M][,cache=64M]
- *           [,preempt=0|1][,keep_cache=0|1][,commit=SECS][,tenant=NAME:SIZE]...[,trace=FILE]
+ *           [,preempt=0|1][,data_preempt=0|1][,keep_cache=0|1][,commit=SECS]
+ *           [,tenant=NAME:SIZE]...[,trace=FILE]
  *           [,log=FILE] [-f] [-s] [-d]
  *   spacefs --unmount MOUNTPOINT
  *
@@ -571,6 +572,7 @@ static const struct fuse_operations ops = {
 struct options {
 	char *backing, *capacity, *meta, *cache, *trace, *log;
 	int preempt;
+	int data_preempt;
 	int keep_cache;
 	int pace;
 	int commit;
@@ -590,6 +592,7 @@ static const struct fuse_opt spec[] = {
 	OPT("trace=%s", trace),
 	OPT("log=%s", log),
 	OPT("preempt=%d", preempt),
+	OPT("data_preempt=%d", data_preempt),
 	OPT("keep_cache=%d", keep_cache),
 	OPT("pace=%d", pace),
 	OPT("commit=%d", commit),
@@ -648,6 +651,8 @@ static void usage(const char *prog)
 	       "  -o meta=SIZE          initial metadata pool (default 16M)\n"
 	       "  -o cache=SIZE         write-back cache, dirty bytes (default 64M)\n"
 	       "  -o preempt=0|1        preemptive flushing (default 1)\n"
+	       "  -o data_preempt=0|1   the data pool's preemptive reclaim by its\n"
+	       "                        debt; 0: btrfs's data behaviour (default 1)\n"
 	       "  -o keep_cache=0|1     keep the kernel's page cache across opens\n"
 	       "                        where it cannot be stale (default 1)\n"
 	       "  -o pace=PCT           pace metadata reservations from PCT%% of\n"
@@ -677,6 +682,7 @@ static int parse_sizes(struct options *o, struct sfs_config *cfg)
 		return -1;
 	cfg->commit_interval = (unsigned)o->commit;
 	cfg->preempt = o->preempt != 0;
+	cfg->data_preempt = o->data_preempt != 0;
 	g_keep_cache = o->keep_cache != 0;
 	if (o->pace < 0 || o->pace > 99)
 		return -1;
@@ -838,6 +844,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	memset(&copts, 0, sizeof(copts));
 	o.preempt = 1;
+	o.data_preempt = 1;
 	o.keep_cache = 1;
 	o.commit = (int)cfg.commit_interval;
 	o.cfg = &cfg;

@@ -61,6 +61,9 @@ struct sfs_config {
 	uint64_t meta_bytes;	/**< initial metadata pool size */
 	uint64_t cache_bytes;	/**< write-back cache size (dirty bytes) */
 	bool preempt;		/**< preemptive flushing */
+	bool data_preempt;	/**< the data pool's preemptive reclaim by
+				 *   debt (off: SRSV_CTX_NO_DATA_PREEMPT,
+				 *   btrfs's data behaviour) */
 	unsigned pace_pct;	/**< the library's pacing of metadata
 				 *   reservations from this % of the room
 				 *   (srsv_config::pace_start_pct); 0: off */

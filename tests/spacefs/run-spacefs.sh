@@ -313,7 +313,8 @@ scenario_nowait() {
 	# No background writeback (no preemptive flushing, no periodic
 	# commit) and a metadata pool far larger than the cache's needs: only
 	# the cache and the space decide.
-	mount_fs "capacity=128M,meta=32M,cache=4M,preempt=0,commit=0,tenant=q:8M"
+	mount_fs "capacity=128M,meta=32M,cache=4M,preempt=0,data_preempt=0,commit=0,tenant=q:8M"
+	[ "$(ctl data_preempt)" = 0 ] || fail "data_preempt=0 not taken"
 	control sync
 	out=$(nowait "$MNT/n" 0 4M)
 	echo "empty cache, NOWAIT 4 MiB: $out"
