@@ -844,9 +844,12 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g)
 		srsv__capacity_end(s);
 	}
 	if (!ret) {
-		/* New capacity: btrfs_add_bg_to_space_info() clears full. */
+		/* New capacity: btrfs_add_bg_to_space_info() clears full;
+		 * the reserves are refilled before the tickets are offered
+		 * it, as for any space that comes back. */
 		srsv__st(&s->full, 0);
-		srsv__try_grant_tickets(s);
+		if (srsv__reserves_refill(s, g->length, false))
+			srsv__try_grant_tickets(s);
 	}
 	srsv__unlock(&s->lock);
 	return ret;
@@ -1328,7 +1331,8 @@ uint64_t srsv__bg_reset(struct srsv__bg *g)
 			srsv__st(&g->alloc_offset, 0);
 			srsv__st(&g->zone_unusable, g->length - g->capacity);
 			freed = g->capacity;
-			srsv__try_grant_tickets(s);
+			if (srsv__reserves_refill(s, freed, false))
+				srsv__try_grant_tickets(s);
 		}
 		srsv__unlock(&s->lock);
 	}
@@ -1416,9 +1420,10 @@ static void reclaim_end(struct srsv__bgroups *bgs, struct srsv__bg *g,
 	if (result) {
 		/* btrfs_dec_block_group_ro(). */
 		srsv__lock(&g->space->lock);
-		srsv__space_update(g->space, SRSV__READONLY,
-				   -(int64_t)g->ro_bytes);
-		srsv__try_grant_tickets(g->space);
+		if (!srsv__space_update(g->space, SRSV__READONLY,
+					-(int64_t)g->ro_bytes) &&
+		    srsv__reserves_refill(g->space, g->ro_bytes, false))
+			srsv__try_grant_tickets(g->space);
 		srsv__unlock(&g->space->lock);
 		g->ro_bytes = 0;
 		g->readonly = false;

@@ -182,10 +182,12 @@ int srsv__space_update(struct srsv_space *s, enum srsv__counter c,
  */
 uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes)
 {
+	/* Never into the movers' reserve (counters.h). */
+	AO_t floor = AO_load_acquire(&s->mover_reserved);
 	AO_t old = AO_load_acquire(&s->may_use), seen, take;
 
 	for (;; old = seen) {
-		take = old < bytes ? old : bytes;
+		take = old <= floor ? 0 : srsv__min(old - floor, bytes);
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
 						      old - take);
 		if (seen == old)

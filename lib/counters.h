@@ -39,7 +39,12 @@ uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes);
 /*
  * may_use, lock-free: add, or subtract refusing underflow with -EINVAL
  * (counters.c, "HOW A RELEASE REFUSES UNDERFLOW").  Inline: every release
- * of the fast path is one of these.
+ * of the fast path is one of these.  The movers' reserve is part of
+ * may_use that nobody holds: a subtraction that would reach into it is an
+ * over-release too.  Its figure is read before may_use: a refill adds to
+ * may_use first, so the floor never counts bytes may_use does not; a
+ * refusal looks again (a mover may have taken bytes from the reserve and
+ * released them between the two loads).
  */
 static inline void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 {
@@ -50,11 +55,17 @@ static inline void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 
 static inline int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 {
+	AO_t floor = AO_load_acquire(&s->mover_reserved);
 	AO_t old = AO_load_acquire(&s->may_use), seen;
 
-	for (;; old = seen) {
-		if (old < bytes)
-			return -EINVAL;	/* more than the pool lent */
+	for (int looks = 0;; old = seen) {
+		if (__builtin_expect(old < bytes || old - bytes < floor, 0)) {
+			if (!floor || old < bytes || ++looks > 3)
+				return -EINVAL;	/* more than the pool lent */
+			floor = AO_load_acquire(&s->mover_reserved);
+			seen = AO_load_acquire(&s->may_use);
+			continue;
+		}
 		seen = AO_fetch_compare_and_swap_full(&s->may_use, old,
 						      old - bytes);
 		if (seen == old)
@@ -103,6 +114,28 @@ static inline void srsv__capacity_end(struct srsv_space *s)
 /* The most bytes a charge in @mode would admit now (the pool lock held:
  * exact).  srsv_space_reserve_partial()'s measure. */
 uint64_t srsv__space_room(const struct srsv_space *s, int mode);
+
+/*
+ * What an engine reports it could free (srsv_space_set_reclaimable())
+ * counts toward a pool's running sum for at most this much per state, so
+ * that the sum of every state stays below SRSV_MAX_BYTES even while
+ * setters' differences are in flight.
+ */
+#define SRSV__REPORTED_PART (SRSV_MAX_BYTES / (2 * SRSV_STATE_COUNT))
+
+/*
+ * The running sum of what the engine reported, lock-free.  Two setters of
+ * one state swap its figure, then add their differences to the sum, in
+ * either order: for a moment the sum may be below zero (a wrap) or above
+ * the truth; it is read as 0 in the first case and is exact once the
+ * setters return (the differences telescope).
+ */
+static inline uint64_t srsv__reported_sum(const struct srsv_space *s)
+{
+	uint64_t sum = srsv__ld(&s->reported_sum);
+
+	return sum >> 63 ? 0 : srsv__min(sum, SRSV_MAX_BYTES);
+}
 
 /* calc_available_free_space(s, mode) */
 uint64_t srsv__available_free_space(const struct srsv_space *s, int mode);

@@ -259,7 +259,7 @@ static uint64_t data_fill_pm(struct srsv_space *s, uint64_t *held)
 	uint64_t claimed = srsv__ld(&s->claimed);
 	uint64_t may_use = srsv__may_use_settled(s);
 	uint64_t mover = srsv__min(srsv__ld(&s->mover_reserved), may_use);
-	uint64_t debt = pinned + srsv__ld(&s->reported_sum);
+	uint64_t debt = pinned + srsv__reported_sum(s);
 	uint64_t taken = claimed - srsv__min(pinned, claimed) + may_use - mover;
 	uint64_t room = total > taken ? total - taken : 0;
 

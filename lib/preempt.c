@@ -162,7 +162,7 @@ static int metadata_choose(struct srsv_space *s, uint64_t *to_reclaim);
 
 static uint64_t data_debt(const struct srsv_space *s)
 {
-	return srsv__space_counter(s, SRSV__PINNED) + srsv__ld(&s->reported_sum);
+	return srsv__space_counter(s, SRSV__PINNED) + srsv__reported_sum(s);
 }
 
 static bool need_data_preempt(struct srsv_space *s)

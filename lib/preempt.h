@@ -5,6 +5,7 @@
 #ifndef SRSV_PREEMPT_H
 #define SRSV_PREEMPT_H
 
+#include "counters.h"
 #include "internal.h"
 
 /* need_preemptive_reclaim(); lock-free reads, call with or without lock. */
@@ -49,7 +50,7 @@ static inline void srsv__maybe_queue_data_preempt(struct srsv_space *s,
 
 	if (srsv__ld(&ctx->preempt_busy) || !srsv__ld(&ctx->preempt_enabled))
 		return;
-	if (srsv__ld(&s->reported_sum) + srsv__space_counter(s, SRSV__PINNED) <=
+	if (srsv__reported_sum(s) + srsv__space_counter(s, SRSV__PINNED) <=
 	    srsv__ld(&s->preempt_floor))
 		return;
 	srsv__queue_preempt_if_needed(s, bytes, mode);

@@ -188,6 +188,7 @@ static int queue_ticket(struct srsv_space *s, struct srsv__ticket *t,
 	}
 	t->bytes = bytes;
 	t->priority = priority;
+	t->mover = flags & SRSV_RESERVE_MOVER;
 	t->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
 	t->start_ns = srsv__now_ns();
 	AO_store(&t->state, SRSV__TICKET_QUEUED);
@@ -490,13 +491,20 @@ static int ticket_wait(struct srsv__ticket *t, uint64_t timeout_ns)
 		if ((ctx->cfg.flags & (SRSV_CTX_MANUAL | SRSV_CTX_MANUAL_WAIT)) ==
 		    SRSV_CTX_MANUAL) {
 			if (srsv__trylock(&ctx->manual_lock)) {
+				/* The walk was queued for the mode of the
+				 * ticket that started it: on a MIXED pool
+				 * not necessarily ours.  Ours first. */
+				bool data = t->mode == SRSV_FLUSH_DATA;
 				int ran;
 
 				srsv__unlock(&s->lock);
-				ran = srsv__worker_run_pending(ctx,
-					t->mode == SRSV_FLUSH_DATA ?
+				ran = srsv__worker_run_pending(ctx, data ?
 					SRSV__WORK_ASYNC_DATA :
 					SRSV__WORK_ASYNC_METADATA);
+				if (!ran)
+					ran = srsv__worker_run_pending(ctx,
+						data ? SRSV__WORK_ASYNC_METADATA :
+						SRSV__WORK_ASYNC_DATA);
 				srsv__unlock(&ctx->manual_lock);
 				srsv__lock(&s->lock);
 				if (ran)
@@ -561,13 +569,27 @@ SRSV__EXPORT int srsv_ticket_reserve(struct srsv_space *s,
 	return ret;
 }
 
+/*
+ * A ticket in flight lives at the address it was reserved at: the pool's
+ * queue links it there and the registry knows it by it.  A copy of one
+ * (an array of tickets resized, a struct assigned) still says QUEUED, but
+ * its links point at the original's neighbours: cancelling or waiting on
+ * it would corrupt the queue.  True for such a copy.
+ */
+static bool ticket_moved(struct srsv__ticket *t)
+{
+	return AO_load_acquire(&t->state) == SRSV__TICKET_QUEUED &&
+	       srsv__inflight_has(t, false) == 0;
+}
+
 SRSV__EXPORT int srsv_ticket_wait(struct srsv_ticket *ticket,
 				  uint64_t timeout_ns)
 {
 	struct srsv__ticket *t = ticket_impl(ticket);
 
 	if (!ticket || t->magic != SRSV__TICKET_MAGIC ||
-	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE)
+	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE ||
+	    ticket_moved(t))
 		return -EINVAL;
 	/* Nobody may sleep on a ticket its completion queue owns. */
 	if (t->async && timeout_ns)
@@ -582,7 +604,8 @@ SRSV__EXPORT int srsv_ticket_cancel(struct srsv_ticket *ticket)
 	int ret = -EALREADY;
 
 	if (!ticket || t->magic != SRSV__TICKET_MAGIC ||
-	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE)
+	    AO_load_acquire(&t->state) == SRSV__TICKET_IDLE ||
+	    ticket_moved(t))
 		return -EINVAL;
 	s = t->space;
 	if (!s)
@@ -673,10 +696,63 @@ SRSV__EXPORT int srsv_space_reserve_timeout(struct srsv_space *s,
 }
 
 /*
+ * What a partial grant can have of the pool at once: between @lo and @hi
+ * bytes, without passing a ticket the mode respects, charged; 0 if less
+ * than @lo.  *@after as for try_charge.  Never waits; with NOWAIT it only
+ * tries the pool lock.
+ */
+static uint64_t partial_from_pool(struct srsv_space *s, uint64_t lo,
+				  uint64_t hi, int m, unsigned flags,
+				  uint64_t *after)
+{
+	uint64_t take = 0;
+
+	if (try_reserve(s, hi, m, flags, after))
+		return hi;
+	if (flags & SRSV_RESERVE_NOWAIT) {
+		if (!srsv__trylock(&s->lock))
+			return 0;
+	} else {
+		srsv__lock(&s->lock);
+	}
+	/* Exact under the lock, with the caches' credit back in may_use. */
+	if (flags & SRSV_RESERVE_NOWAIT ? srsv__cache_try_block(s) :
+	    (srsv__cache_block(s), true)) {
+		if (!srsv__pending_for(s, respected(m, flags))) {
+			take = srsv__min(hi, srsv__space_room(s, m));
+			if (take < lo ||
+			    !srsv__space_try_charge(s, take, m, after))
+				take = 0;
+		}
+		srsv__cache_unblock(s);
+	}
+	srsv__unlock(&s->lock);
+	return take;
+}
+
+/* Put @bytes taken from the movers' reserve back, up to its size; the rest
+ * leaves may_use (the reserve was refilled meanwhile). */
+static void mover_put_back(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t held;
+	uint64_t keep;
+
+	do {
+		held = AO_load_acquire(&s->mover_reserved);
+		keep = srsv__min(bytes, s->mover_size -
+					srsv__min(s->mover_size, held));
+	} while (keep && !AO_compare_and_swap_full(&s->mover_reserved, held,
+						   held + keep));
+	if (keep < bytes)
+		(void)srsv__may_use_sub(s, bytes - keep);
+}
+
+/*
  * A partial grant (bcachefs's BCH_DISK_RESERVATION_PARTIAL, XFS's GREEDY
  * zoned reservations): what can be had at once, between @min and @max,
  * without passing a ticket the mode respects; else a reservation of
- * @min, which may wait.  A mover takes from its reserve first.
+ * @min, which may wait.  A mover takes from its reserve first, and the
+ * rest from the pool.
  */
 SRSV__EXPORT int srsv_space_reserve_partial(struct srsv_space *s,
 					    uint64_t min, uint64_t max,
@@ -684,7 +760,7 @@ SRSV__EXPORT int srsv_space_reserve_partial(struct srsv_space *s,
 					    unsigned flags, uint64_t *got)
 {
 	int m = resolve_mode(s, (int)mode), ret;
-	uint64_t take = 0, after = 0;
+	uint64_t take = 0, pool = 0, after = 0;
 	AO_t held;
 
 	if (got)
@@ -699,44 +775,24 @@ SRSV__EXPORT int srsv_space_reserve_partial(struct srsv_space *s,
 		do {
 			held = AO_load(&s->mover_reserved);
 			take = srsv__min((uint64_t)held, max);
-		} while (take >= min &&
+		} while (take &&
 			 !AO_compare_and_swap_full(&s->mover_reserved, held,
 						   held - (AO_t)take));
-		if (take >= min)
-			goto got_it;
 	}
-	take = max;
-	if (try_reserve(s, max, m, flags, &after))
-		goto charged;
-	take = 0;
-	if (flags & SRSV_RESERVE_NOWAIT) {
-		if (!srsv__trylock(&s->lock))
-			goto at_least_min;
-	} else {
-		srsv__lock(&s->lock);
+	if (take < max)
+		pool = partial_from_pool(s, take >= min ? 1 : min - take,
+					 max - take, m, flags, &after);
+	if (take + pool < min) {
+		if (take)
+			mover_put_back(s, take);
+		ret = srsv_space_reserve(s, min, (enum srsv_flush)m, flags);
+		if (!ret)
+			*got = min;
+		return ret;
 	}
-	/* Exact under the lock, with the caches' credit back in may_use. */
-	if (flags & SRSV_RESERVE_NOWAIT ? srsv__cache_try_block(s) :
-	    (srsv__cache_block(s), true)) {
-		if (!srsv__pending_for(s, respected(m, flags))) {
-			take = srsv__min(max, srsv__space_room(s, m));
-			if (take < min ||
-			    !srsv__space_try_charge(s, take, m, &after))
-				take = 0;
-		}
-		srsv__cache_unblock(s);
-	}
-	srsv__unlock(&s->lock);
-	if (take)
-		goto charged;
-at_least_min:
-	ret = srsv_space_reserve(s, min, (enum srsv_flush)m, flags);
-	if (!ret)
-		*got = min;
-	return ret;
-charged:
-	after_charge(s, take, m, after);
-got_it:
+	if (pool)
+		after_charge(s, pool, m, after);
+	take += pool;
 	srsv__trace_reserve(s, take, m, flags, 0);
 	if (__builtin_expect(s->pace != NULL, 0))
 		srsv__pace(s, take, m, flags);

@@ -50,6 +50,9 @@ static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 			return ret < 0 ? ret : 0;
 	}
 	ret = srsv__may_use_sub(s, bytes);
+	/* Space came back: the movers' reserve is refilled first. */
+	if (__builtin_expect(s->mover_size != 0, 0) && !ret)
+		srsv__mover_refill_released(s, bytes);
 	/*
 	 * Refused too (as tests/model.c does): a refusal changes nothing,
 	 * but tickets that fit are served either way.
@@ -103,8 +106,7 @@ static int transition(struct srsv_space *s, enum srsv__counter from,
 			 * tickets are offered only what is left
 			 * ("if (len)"). */
 			grant = srsv__reserves_refill(s, bytes,
-						      from == SRSV__PINNED) <
-				bytes;
+						      from == SRSV__PINNED);
 		}
 	} else
 		ret = srsv__space_move(s, from, to, bytes);
@@ -198,7 +200,7 @@ SRSV__EXPORT int srsv_space_grow(struct srsv_space *s, uint64_t bytes)
 		srsv__capacity_end(s);
 		/* New capacity: btrfs clears full when a block group is added. */
 		srsv__st(&s->full, 0);
-		if (srsv__reserves_refill(s, bytes, false) < bytes)
+		if (srsv__reserves_refill(s, bytes, false))
 			srsv__try_grant_tickets(s);
 	}
 	srsv__unlock(&s->lock);
@@ -301,7 +303,11 @@ SRSV__EXPORT int srsv_space_set_reclaimable(struct srsv_space *s, int state,
 	while (!AO_compare_and_swap_full(&s->reported[state], old,
 					 (AO_t)bytes))
 		old = AO_load(&s->reported[state]);
-	AO_fetch_and_add_full(&s->reported_sum, (AO_t)bytes - old);
+	/* Each state's part of the sum is capped (counters.h); the
+	 * difference is of the parts, so that the sum telescopes. */
+	AO_fetch_and_add_full(&s->reported_sum,
+			      (AO_t)srsv__min(bytes, SRSV__REPORTED_PART) -
+			      (AO_t)srsv__min(old, SRSV__REPORTED_PART));
 	/* More debt: the preemptive flusher may be due (preempt.c). */
 	if (bytes > old && s->data_preempt)
 		srsv__maybe_queue_data_preempt(s, 0, SRSV_FLUSH_DATA);
@@ -414,7 +420,10 @@ SRSV__EXPORT int srsv_space_snapshot_sized(struct srsv_space *s,
 	info->tickets_failed = s->stat_failed;
 	info->mover_rsv_size = s->mover_size;
 	info->mover_rsv_reserved = srsv__ld(&s->mover_reserved);
-	info->reclaimable = srsv__ld(&s->reported_sum);
+	info->reclaimable = 0;
+	for (int st = 0; st < SRSV_STATE_COUNT; st++)
+		info->reclaimable = srsv__sat_add(info->reclaimable,
+						  srsv__ld(&s->reported[st]));
 	fill_ticket_info(&s->priority_tickets, true, now, tickets,
 			 ticket_size, max, &n);
 	fill_ticket_info(&s->tickets, false, now, tickets, ticket_size, max,

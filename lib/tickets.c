@@ -210,7 +210,12 @@ void srsv__try_grant_tickets(struct srsv_space *s)
 		while (!srsv__list_empty(heads[i])) {
 			struct srsv__ticket *t = srsv__ticket_first(heads[i]);
 
-			if (!srsv__space_try_charge(s, t->bytes, modes[i], NULL))
+			/* A mover's bytes come from its reserve first, where
+			 * a refill may just have put them. */
+			if (!(t->mover &&
+			      srsv__ao_sub_checked(&s->mover_reserved,
+						   t->bytes)) &&
+			    !srsv__space_try_charge(s, t->bytes, modes[i], NULL))
 				break;
 			srsv__ticket_remove(s, t);
 			srsv__st(&s->stats.grant_bytes,
@@ -272,24 +277,73 @@ void srsv__fail_all_tickets(struct srsv_space *s, int error)
 	}
 }
 
-uint64_t srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
-			       bool unpinned)
+/*
+ * Charge at most @want bytes that just came back to @s for a reserve; the
+ * bytes charged.  The bytes left claimed (or the total grew) before this
+ * runs, and the lock-free writers do not take the pool lock: one of them
+ * may have charged some of them in between.  So the refill goes through
+ * admission like any charge (under the lock no charge is ever taken back)
+ * and takes what is still free; a data pool never overcommits for it.  A
+ * metadata pool's refill is btrfs's: the global reserve is refilled even
+ * when overcommitted, the overcommit allowance being a soft limit there.
+ */
+static uint64_t refill_charge(struct srsv_space *s, uint64_t want,
+			      bool overcommit)
+{
+	if (overcommit && !s->is_data) {
+		srsv__may_use_add(s, want);
+		return want;
+	}
+	for (int tries = 0; want && tries < 4; tries++) {
+		uint64_t room = srsv__space_room(s, SRSV__CHARGE_NO_OVERCOMMIT);
+		uint64_t add = srsv__min(want, room);
+
+		if (!add)
+			break;
+		if (srsv__space_try_charge(s, add, SRSV__CHARGE_NO_OVERCOMMIT,
+					   NULL))
+			return add;
+	}
+	return 0;
+}
+
+bool srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
+			   bool unpinned)
 {
 	uint64_t took = unpinned ? srsv__global_rsv_refill(s, bytes) : 0;
 	uint64_t want, add;
 
 	srsv__assert_held(&s->lock);
-	/* Then the movers' reserve, from whatever came back: the bytes were
-	 * claimed (or beyond the total) a moment ago, so charging them to
-	 * may_use cannot overcommit the pool. */
+	/* Then the movers' reserve, from whatever came back. */
 	want = s->mover_size - srsv__min(s->mover_size,
 					 srsv__ld(&s->mover_reserved));
-	add = srsv__min(want, bytes - took);
-	if (add) {
-		srsv__may_use_add(s, add);
+	add = refill_charge(s, srsv__min(want, bytes - took), false);
+	if (add)
 		AO_fetch_and_add_full(&s->mover_reserved, (AO_t)add);
-	}
-	return took + add;
+	return took + add < bytes ||
+	       (add && !srsv__list_empty(&s->priority_tickets));
+}
+
+uint64_t srsv__mover_refill_released(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t held = AO_load_acquire(&s->mover_reserved);
+	uint64_t add, keep;
+
+	if (held >= s->mover_size)
+		return 0;
+	add = srsv__min(bytes, s->mover_size - held);
+	if (!srsv__space_try_charge(s, add, SRSV__CHARGE_NO_OVERCOMMIT, NULL))
+		return 0;
+	/* Into the reserve up to its size: refills may race. */
+	do {
+		held = AO_load_acquire(&s->mover_reserved);
+		keep = srsv__min(add, s->mover_size -
+				      srsv__min(s->mover_size, held));
+	} while (keep && !AO_compare_and_swap_full(&s->mover_reserved, held,
+						   held + keep));
+	if (keep < add)
+		(void)srsv__may_use_sub(s, add - keep);	/* ours: never refused */
+	return keep;
 }
 
 uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes)
@@ -304,10 +358,7 @@ uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes)
 	size = srsv__rsv_size(global);
 	reserved = srsv__rsv_reserved(global);
 	if (reserved < size) {
-		/* The freed bytes were claimed (pinned) a moment ago, so
-		 * charging them to may_use cannot overcommit the pool. */
-		add = srsv__min(bytes, size - reserved);
-		srsv__may_use_add(s, add);
+		add = refill_charge(s, srsv__min(bytes, size - reserved), true);
 		srsv__rsv_res_add(global, add);
 	}
 	srsv__rsv_unlock(global);

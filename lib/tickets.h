@@ -32,6 +32,7 @@ struct srsv__ticket {
 	bool priority;			/* on priority_tickets */
 	bool cond_ready;		/* cond initialised */
 	bool tracked;			/* in the in-flight registry */
+	bool mover;			/* SRSV_RESERVE_MOVER: its reserve first */
 	/* Asynchronous tickets (async.c); ops NULL for a blocking one. */
 	bool async_hold;		/* do not post yet (queueing, walking) */
 	bool async_walk;		/* priority walk to run by a worker */
@@ -119,14 +120,24 @@ void srsv__fail_all_tickets(struct srsv_space *s, int error);
  */
 uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes);
 /*
- * Space came back to @s (an unpin when @unpinned, another free, growth):
- * the reserves are refilled before any ticket sees the bytes, the global
+ * Space came back to @s (an unpin when @unpinned, another free, growth,
+ * a block group added, a zone reset, read-only bytes cleared): the
+ * reserves are refilled before any ticket sees the bytes, the global
  * reserve on an unpin (btrfs_return_free_space()), then the movers'
- * reserve.  Returns the bytes they took; the caller grants tickets only
- * if some are left.  Pool lock held.
+ * reserve.  True when the tickets are to be offered what came back: some
+ * bytes are left after the refills ("if (len)"), or the movers' reserve
+ * grew while a mover waits (try_grant_tickets() serves it from there).
+ * Pool lock held.
  */
-uint64_t srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
-			       bool unpinned);
+bool srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
+			   bool unpinned);
+/*
+ * A release of @bytes of @s just succeeded: refill the movers' reserve
+ * from them if it is below its size, lock-free (btrfs's block-rsv release
+ * refills the global reserve the same way).  A charge like any other, so
+ * it takes only what is still free; the bytes it kept.
+ */
+uint64_t srsv__mover_refill_released(struct srsv_space *s, uint64_t bytes);
 /* steal_from_global_rsv(): grant @t from the global reserve if it may
  * steal and the reserve keeps 10%; pool lock held. */
 bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);

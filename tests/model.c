@@ -276,8 +276,12 @@ static void try_grant(struct model *m, struct model_pool *p)
 	for (int q = 0; q < 2; q++) {
 		while (p->qlen[q]) {
 			int t = p->queue[q][0];
+			uint64_t b = m->tickets[t].bytes;
 
-			if (!charge(m, p, m->tickets[t].bytes, modes[q]))
+			/* A mover's bytes come from its reserve first. */
+			if (m->tickets[t].mover && p->mover_reserved >= b)
+				p->mover_reserved -= b;
+			else if (!charge(m, p, b, modes[q]))
 				break;
 			ticket_remove(m, p, t);
 			m->tickets[t].bytes = 0;
@@ -1033,6 +1037,7 @@ static int reserve_start(struct model *m, int pool, int t, uint64_t bytes,
 	tk->orig_bytes = bytes;
 	/* A mover waits with the priority tickets, ahead of the writers. */
 	tk->priority = !is_async_mode(mode) || (flags & SRSV_RESERVE_MOVER);
+	tk->mover = flags & SRSV_RESERVE_MOVER;
 	tk->steal = mode == SRSV_FLUSH_ALL_STEAL || mode == SRSV_FLUSH_EVICT;
 	tk->state = MODEL_T_QUEUED;
 	{
@@ -1221,10 +1226,11 @@ static uint64_t room_for(const struct model *m, const struct model_pool *p,
 
 /*
  * srsv_space_reserve_partial(), as lib/reserve.c does it: a mover takes
- * what its reserve holds up to @max if that is at least @min; else @max
- * if it fits under the mode's rules; else what there is room for under
- * the mode (when no ticket the mode respects is queued), if at least
- * @min; else a reservation of @min, which may wait.
+ * what its reserve holds up to @max, and the rest from the pool: the
+ * rest if it fits under the mode's rules, else what there is room for
+ * under the mode (when no ticket the mode respects is queued) if that
+ * makes at least @min; else the reserve's bytes go back and a
+ * reservation of @min follows, which may wait.
  */
 int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
 				uint64_t max, int mode, unsigned flags,
@@ -1246,25 +1252,30 @@ int model_space_reserve_partial(struct model *m, int pool, uint64_t min,
 	    (flags & ~(unsigned)(SRSV_RESERVE_NOWAIT | SRSV_RESERVE_MOVER)) ||
 	    !mode_valid_for(p, mode))
 		return -EINVAL;
+	take = 0;
 	if (flags & SRSV_RESERVE_MOVER) {
 		take = min64(p->mover_reserved, max);
-		if (take >= min) {
-			p->mover_reserved -= take;
-			*got = take;
-			return 0;
-		}
+		p->mover_reserved -= take;
 	}
-	if (try_reserve(m, p, max, mode, flags)) {
-		*got = max;
+	if (take < max) {
+		uint64_t lo = take >= min ? 1 : min - take, hi = max - take;
+		uint64_t pool_got = 0;
+
+		if (try_reserve(m, p, hi, mode, flags)) {
+			pool_got = hi;
+		} else if (!pending_for(p, respected(mode, flags))) {
+			pool_got = min64(hi, room_for(m, p, mode));
+			if (pool_got < lo || !charge(m, p, pool_got, mode))
+				pool_got = 0;
+		}
+		take += pool_got;
+	}
+	if (take >= min) {
+		*got = take;
 		return 0;
 	}
-	if (!pending_for(p, respected(mode, flags))) {
-		take = min64(max, room_for(m, p, mode));
-		if (take >= min && charge(m, p, take, mode)) {
-			*got = take;
-			return 0;
-		}
-	}
+	/* Back into the reserve (nothing refilled it meanwhile). */
+	p->mover_reserved += take;
 	ret = model_space_reserve(m, pool, min, mode, flags);
 	if (!ret)
 		*got = min;
@@ -1281,7 +1292,10 @@ int model_space_release(struct model *m, int pool, uint64_t bytes)
 		return -EINVAL;
 	if (!bytes)
 		return 0;
-	if (ctr_sub(&p->may_use, bytes)) {
+	/* The movers' reserve is in may_use and nobody holds it: a release
+	 * that would reach into it is an over-release. */
+	if (p->may_use < bytes || p->may_use - bytes < p->mover_reserved ||
+	    ctr_sub(&p->may_use, bytes)) {
 		/*
 		 * The library grants after a refused release too (for an
 		 * instant its admission word looked full, and a ticket may
@@ -1290,6 +1304,14 @@ int model_space_release(struct model *m, int pool, uint64_t bytes)
 		 */
 		try_grant(m, p);
 		return -EINVAL;
+	}
+	/* Space came back: the movers' reserve first, with a charge of what
+	 * it lacks (all of it or nothing) that fits without overcommit. */
+	if (p->mover_reserved < p->mover_size) {
+		uint64_t add = min64(bytes, p->mover_size - p->mover_reserved);
+
+		if (charge(m, p, add, CHARGE_NO_OVERCOMMIT))
+			p->mover_reserved += add;
 	}
 	try_grant(m, p);
 	return 0;
@@ -1324,6 +1346,13 @@ static uint64_t *c_readonly(struct model_pool *p) { return &p->readonly; }
 
 int model_space_alloc(struct model *m, int pool, uint64_t bytes)
 {
+	struct model_pool *p = pool_of(m, pool);
+
+	/* Never out of the movers' reserve, which nobody holds: refused as
+	 * a move from a counter that holds less. */
+	if (p && !bad_size(bytes) && p->may_use >= bytes &&
+	    p->may_use - bytes < p->mover_reserved)
+		return -EINVAL;
 	return move(m, pool, c_may_use, c_reserved, bytes, false);
 }
 
@@ -1349,12 +1378,14 @@ int model_space_pin(struct model *m, int pool, uint64_t bytes)
 /*
  * Space came back (@bytes of it): btrfs_return_free_space().  On an unpin
  * the global reserve, in this pool and below its size, takes its share
- * first; then the movers' reserve is refilled up to its size.  Both are
- * served before any ticket.  Returns what they took; the tickets are
- * offered a grant only if bytes are left ("if (len)").
+ * first; then the movers' reserve is refilled up to its size, with what
+ * is still free (a charge without overcommit: lib/tickets.c).  Both are
+ * served before any ticket.  True when the tickets are to be offered a
+ * grant: bytes are left ("if (len)"), or the movers' reserve took some
+ * while a priority ticket (a mover's) waits.
  */
-static uint64_t reserves_refill(struct model *m, struct model_pool *p,
-				uint64_t bytes, bool unpinned)
+static bool reserves_refill(struct model *m, struct model_pool *p,
+			    uint64_t bytes, bool unpinned)
 {
 	struct model_rsv *g = &m->rsvs[SRSV_RSV_GLOBAL];
 	uint64_t took = 0, add;
@@ -1367,9 +1398,10 @@ static uint64_t reserves_refill(struct model *m, struct model_pool *p,
 	}
 	add = p->mover_size - min64(p->mover_size, p->mover_reserved);
 	add = min64(add, bytes - took);
+	add = min64(add, room_for(m, p, CHARGE_NO_OVERCOMMIT));
 	p->may_use += add;
 	p->mover_reserved += add;
-	return took + add;
+	return took + add < bytes || (add && p->qlen[MODEL_Q_PRIORITY]);
 }
 
 /* A move of @bytes to free, then the reserves' refill and the grant. */
@@ -1382,7 +1414,7 @@ static int to_free(struct model *m, int pool,
 
 	if (ret)
 		return ret;
-	if (reserves_refill(m, p, bytes, unpinned) < bytes)
+	if (reserves_refill(m, p, bytes, unpinned))
 		try_grant(m, p);
 	return 0;
 }
@@ -1406,7 +1438,7 @@ int model_space_grow(struct model *m, int pool, uint64_t bytes)
 	p->total += bytes;
 	p->full = false;
 	/* New capacity refills the movers' reserve first. */
-	if (reserves_refill(m, p, bytes, false) < bytes)
+	if (reserves_refill(m, p, bytes, false))
 		try_grant(m, p);
 	return 0;
 }
@@ -2479,7 +2511,8 @@ static uint64_t reset_group(struct model *m, int gi)
 		g->alloc_offset = 0;
 		g->zone_unusable = tail(g);
 		freed = g->capacity;
-		try_grant(m, p);
+		if (reserves_refill(m, p, freed, false))
+			try_grant(m, p);
 		m->resets++;
 	}
 	g->busy = false;
@@ -2908,7 +2941,9 @@ int model_bgroup_add(struct model *m, int pool, uint64_t start,
 	m->bgs[pos].pool = pool;
 	m->nr_bgs++;
 	m->bgst.added++;
-	try_grant(m, p);
+	/* Space came back: the movers' reserve first (lib/bgroup.c). */
+	if (reserves_refill(m, p, length, false))
+		try_grant(m, p);
 	return 0;
 }
 
@@ -3251,10 +3286,9 @@ static void reclaim_end(struct model *m, struct model_bgroup *g, int result)
 		return;
 	}
 	/* Its read-only bytes are free again: tickets may fit. */
-	if (g->ro_bytes) {
-		ctr_sub(&p->readonly, g->ro_bytes);
+	if (g->ro_bytes && !ctr_sub(&p->readonly, g->ro_bytes) &&
+	    reserves_refill(m, p, g->ro_bytes, false))
 		try_grant(m, p);
-	}
 	g->ro_bytes = 0;
 	g->readonly = false;
 	m->bgst.reclaim_failed++;

@@ -120,6 +120,7 @@ struct model_ticket {
 	int error;
 	bool priority;
 	bool steal;
+	bool mover;		/* SRSV_RESERVE_MOVER: its reserve first */
 	/* The ticket API's ticket is in flight: queued, until a wait
 	 * returned its end (srsv_ticket_reserve() on it: -EBUSY). */
 	bool inflight;

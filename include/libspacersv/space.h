@@ -362,7 +362,8 @@ struct srsv_space_info {
 	/** the bytes the movers' reserve holds (counted in @c may_use) */
 	uint64_t mover_rsv_reserved;
 	/** what the engine says it could free, all states together
-	 *  (srsv_space_set_reclaimable()) */
+	 *  (srsv_space_set_reclaimable(); a sum that saturates at
+	 *  UINT64_MAX) */
 	uint64_t reclaimable;
 };
 
