@@ -728,7 +728,7 @@ START_TEST(test_cache_engages_under_contention)
 	}
 	/* Bounded: a failed compare-and-swap comes within microseconds
 	 * when both threads run; allow for a loaded machine. */
-	for (int ms = 0; ms < 5000 && !AO_load(&d->cache_on); ms++)
+	for (int ms = 0; ms < 20000 && !AO_load(&d->cache_on); ms++)
 		esim_sleep_ms(1);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 2; i++) {
