@@ -511,9 +511,9 @@ EOF
 		cat >"$cfg" <<EOF
 export FSTYP=fuse
 export FUSE_SUBTYP=.$fs-$RUNID
-export TEST_DEV=$fs-test
+export TEST_DEV=$fs-test-$RUNID
 export TEST_DIR=$TEST_MNT
-export SCRATCH_DEV=$fs-scratch
+export SCRATCH_DEV=$fs-scratch-$RUNID
 export SCRATCH_MNT=$SCRATCH_MNT
 export TEST_FS_MOUNT_OPTS="-o source=$tb/tree,allow_other,default_permissions"
 export MOUNT_OPTIONS="-o source=$sb/tree,allow_other,default_permissions"
