@@ -848,7 +848,7 @@ static int pool_grow(struct srsv__bgroups *bgs, struct srsv__bg *g)
 		 * the reserves are refilled before the tickets are offered
 		 * it, as for any space that comes back. */
 		srsv__st(&s->full, 0);
-		if (srsv__reserves_refill(s, g->length, false))
+		if (srsv__reserves_refill(s, g->length - tail, false))
 			srsv__try_grant_tickets(s);
 	}
 	srsv__unlock(&s->lock);

@@ -281,10 +281,13 @@ void srsv__maybe_clamp_preempt(struct srsv_space *s)
 	 * Heavy on ordered I/O: clamping would not help, writeback keeps up.
 	 * Dirty data outgrowing writeback is what the clamp is for, because
 	 * writing delalloc does not free space 1:1 the way delayed items do.
-	 * A data pool's debt is freed by the engine's own work: a data
-	 * ticket that has to wait says that work started too late.
+	 * A data pool flushed preemptively by its debt (s->data_preempt)
+	 * has that debt freed by the engine's own work: a data ticket that
+	 * has to wait says that work started too late.  Every other pool
+	 * (metadata, system, and data with SRSV_CTX_NO_DATA_PREEMPT) takes
+	 * btrfs's rule.
 	 */
-	if ((!s->is_metadata ||
+	if ((s->data_preempt ||
 	     srsv__ld(&ctx->ordered_bytes) < srsv__ld(&ctx->delalloc_bytes)) &&
 	    clamp < SRSV__CLAMP_MAX) {
 		srsv__st(&s->clamp, clamp + 1);

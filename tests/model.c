@@ -2106,7 +2106,9 @@ int model_zone_group_add(struct model *m, int kind, uint64_t start,
 		return -EINVAL;
 	p->total += length;
 	p->full = false;
-	try_grant(m, p);
+	/* Its capacity came back: the movers' reserve first. */
+	if (reserves_refill(m, p, capacity, false))
+		try_grant(m, p);
 	g = &m->groups[slot];
 	memset(g, 0, sizeof(*g));
 	g->exists = true;

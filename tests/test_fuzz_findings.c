@@ -4,8 +4,10 @@
  * (tests/model.c) that the API fuzzer (tests/fuzz/fuzz_api.c) found and
  * that are the library's to fix, each reduced to a few public calls.  One
  * executable, one meson test per case (CK_RUN_CASE), each in the suite
- * 'pending' until the library does what it asserts; the fuzzer steers
- * away from each meanwhile (its KB_* switches name the case).
+ * 'pending' until the library does what it asserts, then 'unit'; the
+ * fuzzer steers away from each meanwhile (its KB_* switches name the
+ * case).  Fixed and in 'unit': clamp_system, clamp_no_data_preempt,
+ * reclaimable_wrap, manual_wait_mixed.  Open: reclaim_tie_pools.
  *
  *   clamp_system       a SYSTEM pool's FLUSH_ALL ticket that starts the
  *                      async flusher raises the pool's preemptive clamp

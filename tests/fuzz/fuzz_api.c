@@ -57,7 +57,8 @@
  * again.  Open ones (the library's to fix; tests/test_fuzz_findings.c
  * reduces each to a few calls, in the meson suite 'pending') are steered
  * by default: build with -DFUZZ_KNOWN_BUGS to turn that off and check a
- * fix, then delete the switch.  Open:
+ * fix, then delete the switch.  Fixed since, their switches kept as
+ * regression points (FUZZ_STEER_KNOWN_BUGS steers them again):
  * - KB_CLAMP_NOT_DATA: a normal ticket that starts the async flusher of a
  *   SYSTEM pool, or of a DATA pool on a ctx with SRSV_CTX_NO_DATA_PREEMPT,
  *   raises the library's clamp even when ordered >= delalloc (the library
@@ -79,8 +80,12 @@
  *   kind's (a candidate list per pool, walked in kind order); btrfs's one
  *   reclaim list, sorted stably, gives the one marked first.  The
  *   steering (struct model::bg_tie_by_pool) makes the model choose as the
- *   library does.
- * The three found earlier (an all-skipped async metadata array,
+ *   library does.  Still open (the library's choice is documented in
+ *   tests/test_fuzz_findings.c).
+ * KB_CLAMP_NOT_DATA, KB_MANUAL_WAIT_MIXED and KB_RECLAIMABLE_WRAP are
+ * fixed: the clamp takes btrfs's rule but for a data pool flushed by its
+ * debt, a manual waiter runs whichever walk is pending, the reported sum
+ * saturates.  The three found earlier (an all-skipped async metadata array,
  * use_fallback on a DATA pool, waiting on a ticket whose reserve got a
  * NULL pool) are fixed in the library; their switches stay as regression
  * points (define FUZZ_STEER_KNOWN_BUGS to steer them).
@@ -108,10 +113,16 @@
 #define KB_SKIPPED_ARRAY 1
 #define KB_FALLBACK_DATA 1
 #define KB_NULL_TICKET_WAIT 1
+#define KB_CLAMP_NOT_DATA 1
+#define KB_MANUAL_WAIT_MIXED 1
+#define KB_RECLAIMABLE_WRAP 1
 #else
 #define KB_SKIPPED_ARRAY 0
 #define KB_FALLBACK_DATA 0
 #define KB_NULL_TICKET_WAIT 0
+#define KB_CLAMP_NOT_DATA 0
+#define KB_MANUAL_WAIT_MIXED 0
+#define KB_RECLAIMABLE_WRAP 0
 #endif
 
 /* Open disagreements: steered away from unless -DFUZZ_KNOWN_BUGS; each
@@ -120,15 +131,6 @@
 #define KB_OPEN 0
 #else
 #define KB_OPEN 1
-#endif
-#ifndef KB_CLAMP_NOT_DATA
-#define KB_CLAMP_NOT_DATA KB_OPEN
-#endif
-#ifndef KB_MANUAL_WAIT_MIXED
-#define KB_MANUAL_WAIT_MIXED KB_OPEN
-#endif
-#ifndef KB_RECLAIMABLE_WRAP
-#define KB_RECLAIMABLE_WRAP KB_OPEN
 #endif
 #ifndef KB_RECLAIM_TIE_POOLS
 #define KB_RECLAIM_TIE_POOLS KB_OPEN
