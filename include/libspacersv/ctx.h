@@ -182,9 +182,12 @@ struct srsv_config {
 	unsigned data_pace_start_pct;
 	/** The movers' reserve of each pool (::srsv_pool), for
 	 *  ::SRSV_RESERVE_MOVER reservations: kept charged to may_use and
-	 *  refilled first when space comes back.  0 (default): none.  At
-	 *  most the pool's size at creation is taken at once; the rest as
-	 *  space comes back. */
+	 *  refilled first when space comes back (an unpin, a free, a
+	 *  release, growth, a block group added, a zone reset, read-only
+	 *  bytes cleared), with what is still free.  One reserve for every
+	 *  mover of the pool.  0 (default): none.  At most the pool's free
+	 *  space at creation is taken at once (a reserve as large as the
+	 *  pool leaves writers nothing); the rest as space comes back. */
 	uint64_t mover_reserve_bytes[SRSV_POOL_COUNT];
 };
 

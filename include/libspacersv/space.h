@@ -133,7 +133,10 @@ struct srsv_ticket {
  * @retval negative as srsv_space_reserve(); the ticket is finished
  * @note Thread-safe.  A queued ticket must be finished (waited on until it
  * returns something other than -EINPROGRESS, or cancelled and then waited
- * on) before its memory is reused.
+ * on) before its memory is reused, and must not be moved meanwhile: the
+ * pool's queue links it where it is (a copy, e.g. by realloc() of an
+ * array of tickets, is refused by srsv_ticket_wait() and
+ * srsv_ticket_cancel() with -EINVAL, and the original stays queued).
  */
 SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ticket *ticket,
 			uint64_t bytes, enum srsv_flush mode, unsigned flags);
@@ -149,7 +152,7 @@ SRSV_MUST_CHECK int srsv_ticket_reserve(struct srsv_space *space, struct srsv_ti
  *         caller holds nothing
  * @retval -ECANCELED srsv_ticket_cancel() removed it
  * @retval -ENOSPC, -ESHUTDOWN, error of srsv_ctx_set_error(): failed
- * @retval -EINVAL NULL or never-started ticket
+ * @retval -EINVAL NULL or never-started ticket, or a copy of a queued one
  * @note Thread-safe.  Once it returned anything but -EINPROGRESS, further
  * calls return the same result.  Unlike the srsv_space_reserve() family,
  * it must not race srsv_ctx_destroy(): call srsv_ctx_shutdown() (which
@@ -167,7 +170,7 @@ SRSV_MUST_CHECK int srsv_ticket_wait(struct srsv_ticket *ticket, uint64_t timeou
  * @param ticket the ticket
  * @retval 0 cancelled
  * @retval -EALREADY the ticket had already ended (check srsv_ticket_wait())
- * @retval -EINVAL NULL or never-started ticket
+ * @retval -EINVAL NULL or never-started ticket, or a copy of a queued one
  * @note Thread-safe: meant to be called from another thread than the
  * waiter.  The caller guarantees the ticket memory is alive.
  */
@@ -175,11 +178,13 @@ int srsv_ticket_cancel(struct srsv_ticket *ticket);
 
 /**
  * Give back @p bytes of may_use (a reservation not needed any more).
- * Grants waiting tickets that now fit.
+ * The pool's movers' reserve, if below its size, is refilled from them
+ * first; then waiting tickets that now fit are granted.
  * @param space the pool
  * @param bytes how much (0 is a no-op)
  * @retval 0 success
- * @retval -EINVAL NULL space, or more than may_use holds (nothing changed;
+ * @retval -EINVAL NULL space, or more than the callers hold: may_use less
+ * the movers' reserve, which nobody holds (nothing changed;
  * concurrent callers may find the pool full for the instant the refused
  * subtraction takes to be undone, and two over-releases racing each other
  * can let one of them through)
@@ -609,8 +614,8 @@ SRSV_MUST_CHECK int srsv_space_get_stats_sized(struct srsv_space *space,
  * @param min at least this many (> 0)
  * @param max at most this many (>= @p min)
  * @param mode flush mode, as srsv_space_reserve()
- * @param flags ::srsv_reserve_flags (::SRSV_RESERVE_MOVER draws on the
- *        movers' reserve first)
+ * @param flags ::srsv_reserve_flags (::SRSV_RESERVE_MOVER takes what the
+ *        movers' reserve holds first, then the rest from the pool)
  * @param[out] got the bytes reserved, between @p min and @p max (0 on
  *        failure)
  * @retval 0 reserved *@p got bytes: the caller holds them

@@ -106,7 +106,7 @@ enum srsv_reserve_flags {
 	 * first from the pool's movers' reserve (srsv_config::
 	 * mover_reserve_bytes: bytes the library keeps charged to may_use for
 	 * movers, refilled before any ticket is granted when space comes
-	 * back, hidden from ordinary reservations and from srsv_ctx_statfs()'s
+	 * back, a release included, hidden from ordinary reservations and from srsv_ctx_statfs()'s
 	 * available figure); beyond it from the pool, passing queued normal
 	 * tickets (a mover never waits behind the writers it cleans for;
 	 * priority tickets still come first), and, where the mode would wait,
