@@ -178,7 +178,9 @@ struct srsv_config {
 	/** Pacing of the data pool's FLUSH_DATA reservations, as
 	 *  pace_start_pct does for metadata: from this percentage of the
 	 *  room its reclaimable debt (in-flight reservations, pinned bytes,
-	 *  what the engine reports) may take.  0 (default): off; 1..99. */
+	 *  what the engine reports) may take.  0 (default): off; 1..99
+	 *  (above: -EINVAL).  Ignored with ::SRSV_CTX_NO_DATA_PREEMPT,
+	 *  which turns data pacing off with the data preemption. */
 	unsigned data_pace_start_pct;
 	/** The movers' reserve of each pool (::srsv_pool), for
 	 *  ::SRSV_RESERVE_MOVER reservations: kept charged to may_use and
@@ -231,8 +233,10 @@ int srsv_config_init(struct srsv_config *cfg);
  * @retval -EINVAL NULL argument, cfg->size too small or too large for the
  *         fields it claims, unknown flag, a state array too long or naming
  *         an unknown state, pool sizes whose sum overflows,
- *         cpu_cache_bytes above 1 GiB, pace_start_pct above 99,
- *         pace_max_delay_ns above 1 s, or fixed_clamp above 8
+ *         cpu_cache_bytes above 1 GiB, pace_start_pct or
+ *         data_pace_start_pct above 99, pace_max_delay_ns above 1 s,
+ *         fixed_clamp above 8, or a mover_reserve_bytes above
+ *         ::SRSV_MAX_BYTES
  * @retval -ENOMEM out of memory
  * @retval -EAGAIN a worker thread could not be started
  * @note Thread-safe.  On failure nothing is left allocated.

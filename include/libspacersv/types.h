@@ -128,7 +128,10 @@ enum srsv_nowait_reason {
 	 *  motion: a retry soon may succeed without waiting */
 	SRSV_NOWAIT_LOCK = 1,
 	/** the pool would have to queue a ticket or flush (tickets wait, or
-	 *  the bytes do not fit): the blocking retry waits for reclaim */
+	 *  the bytes do not fit): the blocking retry waits for reclaim, or
+	 *  fails at once with -ENOSPC for a request larger than the pool
+	 *  could ever become (btrfs's NOWAIT contract: -EAGAIN, never
+	 *  -ENOSPC, from a NOWAIT call) */
 	SRSV_NOWAIT_SPACE = 2,
 	/** a tenant is over its quota: the blocking retry would flush the
 	 *  quota, and fail with -EDQUOT if that frees too little */
