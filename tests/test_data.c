@@ -83,12 +83,15 @@ START_TEST(test_data_preempt_by_debt)
 
 	esim_on(sim, SRSV_STATE_COMMIT_TRANS, ESIM_UNPIN, 4 * MiB);
 	/* 40 MiB used, 8 pinned: the room not used is 24 MiB, the debt
-	 * under half of it. */
+	 * under three quarters of it (clamp 1). */
 	write_and_kill(d, 48 * MiB, 8 * MiB);
 	ck_assert(!srsv__need_preemptive_reclaim(d));
 	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA, 0), 0);
 	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 0);
-	/* 16 pinned of a 32 MiB room: half. */
+	/* 40 pinned of a 56 MiB room: under three quarters still (42). */
+	ck_assert_int_eq(srsv_space_pin(d, 32 * MiB), 0);
+	ck_assert(!srsv__need_preemptive_reclaim(d));
+	/* 48 pinned of the whole 64 MiB: three quarters. */
 	ck_assert_int_eq(srsv_space_pin(d, 8 * MiB), 0);
 	ck_assert(srsv__need_preemptive_reclaim(d));
 	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA, 0), 0);
@@ -96,7 +99,7 @@ START_TEST(test_data_preempt_by_debt)
 	ck_assert_uint_gt(esim_preempt_calls(sim, SRSV_STATE_COMMIT_TRANS), 0);
 	info = esim_snap(d);
 	ck_assert_uint_eq(info.preempt_runs, 1);
-	ck_assert_uint_lt(info.pinned, 16 * MiB);
+	ck_assert_uint_lt(info.pinned, 48 * MiB);
 	ck_assert(!srsv__need_preemptive_reclaim(d));
 	ck_assert_uint_eq(info.nr_tickets, 0);
 	esim_free(sim);
@@ -105,7 +108,7 @@ START_TEST(test_data_preempt_by_debt)
 	sim = make(MANUAL | SRSV_CTX_NO_DATA_PREEMPT, 0);
 	d = esim_space(sim, SRSV_POOL_DATA);
 	esim_on(sim, SRSV_STATE_COMMIT_TRANS, ESIM_UNPIN, 4 * MiB);
-	write_and_kill(d, 48 * MiB, 16 * MiB);
+	write_and_kill(d, 48 * MiB, 48 * MiB);
 	ck_assert(!srsv__need_preemptive_reclaim(d));
 	ck_assert_int_eq(srsv_space_reserve(d, 4 * KiB, SRSV_FLUSH_DATA, 0), 0);
 	ck_assert_int_eq(srsv_ctx_run_pending(sim->ctx), 0);

@@ -1115,11 +1115,14 @@ START_TEST(test_restart_debt_cleaned_preemptively)
 	ck_assert_uint_eq(snap(ls, SRSV_POOL_DATA).pinned, 2 * 1024 * REC);
 	verify_ok(ls);
 	ck_assert_uint_eq(stats(ls).segments_cleaned, 0);
-	/* The first reservation finds the debt over its threshold and
-	 * queues the preemptive flusher. */
-	ck_assert_int_eq(put(ls, 0, 7, 4, 0), 0);
-	for (i = 0; i < 10000 && !stats(ls).segments_cleaned; i++)
-		usleep(1000);
+	/* New writes eat the room until the debt passes its threshold
+	 * (three quarters of the room at clamp 1): a reservation then
+	 * queues the preemptive flusher, before any writer has to wait. */
+	for (i = 0; i < 10000 && !stats(ls).segments_cleaned; i++) {
+		if (i < 1024)
+			ck_assert_int_eq(put(ls, 0, 2048 + i, 1, 0), 0);
+		usleep(i < 1024 ? 100 : 1000);
+	}
 	st = stats(ls);
 	ck_assert_uint_gt(st.segments_cleaned, 0);
 	ck_assert_uint_eq(st.cleaner_enospc, 0);
