@@ -145,8 +145,8 @@ static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
  * - the room is what is not used: the pool less its used, reserved,
  *   read-only and zone-unusable bytes (reservations, pinned and free
  *   space: what the debt competes with);
- * - flushing starts when the debt reaches the room >> clamp (half of it
- *   at clamp 1), above the floor, while no ticket waits (the async data
+ * - flushing starts when the debt reaches three quarters of the room
+ *   >> (clamp - 1) (three quarters at clamp 1), above the floor, while no ticket waits (the async data
  *   walk owns the pool then), and asks for the state that frees the
  *   most: COMMIT_TRANS for the pinned bytes and what the engine reported
  *   for it, or another state the engine reported more for; a quarter of
