@@ -39,12 +39,14 @@ uint64_t srsv__may_use_sub_clamped(struct srsv_space *s, uint64_t bytes);
 /*
  * may_use, lock-free: add, or subtract refusing underflow with -EINVAL
  * (counters.c, "HOW A RELEASE REFUSES UNDERFLOW").  Inline: every release
- * of the fast path is one of these.  The movers' reserve is part of
- * may_use that nobody holds: a subtraction that would reach into it is an
+ * of the fast path is one of these.  srsv__may_use_sub_held() is the
+ * callers' subtraction (a release, an alloc): the movers' reserve is part
+ * of may_use that no caller holds, so one that would reach into it is an
  * over-release too.  Its figure is read before may_use: a refill adds to
  * may_use first, so the floor never counts bytes may_use does not; a
  * refusal looks again (a mover may have taken bytes from the reserve and
- * released them between the two loads).
+ * released them between the two loads).  The library's own subtractions
+ * (a reserve trimmed, a group's bytes) use srsv__may_use_sub(), no floor.
  */
 static inline void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 {
@@ -53,9 +55,9 @@ static inline void srsv__may_use_add(struct srsv_space *s, uint64_t bytes)
 	srsv__trace_counter(s, SRSV__MAY_USE, old, (int64_t)bytes);
 }
 
-static inline int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
+static inline int srsv__may_use_sub_above(struct srsv_space *s,
+					  uint64_t bytes, AO_t floor)
 {
-	AO_t floor = AO_load_acquire(&s->mover_reserved);
 	AO_t old = AO_load_acquire(&s->may_use), seen;
 
 	for (int looks = 0;; old = seen) {
@@ -73,6 +75,17 @@ static inline int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
 	}
 	srsv__trace_counter(s, SRSV__MAY_USE, old, -(int64_t)bytes);
 	return 0;
+}
+
+static inline int srsv__may_use_sub(struct srsv_space *s, uint64_t bytes)
+{
+	return srsv__may_use_sub_above(s, bytes, 0);
+}
+
+static inline int srsv__may_use_sub_held(struct srsv_space *s, uint64_t bytes)
+{
+	return srsv__may_use_sub_above(s, bytes,
+				       AO_load_acquire(&s->mover_reserved));
 }
 
 /*

@@ -49,7 +49,7 @@ static inline int release(struct srsv_space *s, uint64_t bytes, bool nowait)
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
-	ret = srsv__may_use_sub(s, bytes);
+	ret = srsv__may_use_sub_held(s, bytes);
 	/* Space came back: the movers' reserve is refilled first. */
 	if (__builtin_expect(s->mover_size != 0, 0) && !ret)
 		srsv__mover_refill_released(s, bytes);
@@ -132,14 +132,14 @@ SRSV__EXPORT int srsv_space_alloc(struct srsv_space *s, uint64_t bytes)
 	 * The word itself, not srsv__space_counter(): with per-CPU caches
 	 * that subtracts credit read a moment apart from the word, and a
 	 * concurrent drain could make a lawful move look like too much.
-	 * srsv__may_use_sub() below has the last word anyway.
+	 * srsv__may_use_sub_held() below has the last word anyway.
 	 */
 	if (srsv__ld(&s->may_use) < bytes) {
 		ret = -EINVAL;
 	} else {
 		ret = srsv__space_update(s, SRSV__RESERVED, (int64_t)bytes);
 		if (!ret) {
-			ret = srsv__may_use_sub(s, bytes);
+			ret = srsv__may_use_sub_held(s, bytes);
 			/* A concurrent release took it after our check. */
 			if (ret)
 				srsv__space_update(s, SRSV__RESERVED,
