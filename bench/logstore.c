@@ -152,7 +152,7 @@
  * to stop (one stuck longer is an engine or library bug). */
 #define STOP_GRACE_NS (10 * NSEC_PER_SEC)
 /* The pace policy's srsv_config::data_pace_start_pct (main() says why). */
-#define DEFAULT_PACE_PCT 50
+#define DEFAULT_PACE_PCT 75
 /* tmpfs's f_type (linux/magic.h). */
 #define TMPFS_MAGIC_NR 0x01021994
 
@@ -1150,14 +1150,15 @@ int main(int argc, char **argv)
 	 * - The WriteController delays from 80% of the room the live data
 	 *   leaves and stops at 90% (bench_stall's thresholds), when the
 	 *   background cleaner has fallen behind.
-	 * - Data pacing from 50% of the debt's fill (DEFAULT_PACE_PCT), by a
-	 *   sweep of 25, 50 and 75 (3 rounds each, 2026-12-03 17:01,
-	 *   docs/results-logstore.md): pace's puts/s over preempt's 0.98,
-	 *   1.01, 1.00; the writers asleep in pacing 1.8%, 1.0%, 0.1% of
-	 *   their time; no ticket in any.  At 25 pacing costs throughput, at
-	 *   75 it hardly acts; at 50 it acts at no cost.  (The preemptive
-	 *   flusher starts at half the room at clamp 1, so below 50 pacing
-	 *   slows writers before reclaim has even started.)
+	 * - Data pacing from 75% of the debt's fill (DEFAULT_PACE_PCT), where
+	 *   the preemptive flusher starts (three quarters of the room at
+	 *   clamp 1): pacing below it slows writers before reclaim has even
+	 *   started.  A sweep of 50, 75 and 85 once the flusher started
+	 *   there (3 rounds each, 2026-12-03 19:27, docs/results-logstore.md):
+	 *   on the bulk unpin, pace's puts/s 14,691, 16,037 and 15,748 with
+	 *   22.6%, 0.4% and 0.4% of the writers' time asleep; on the
+	 *   overwrite 11,128, 11,573 and 11,489, 21 tickets at 85.  (When the
+	 *   flusher started at half the room, 50 was the sweep's best.)
 	 */
 	struct params p = {
 		.writers = 4, .runs = 3, .duration_ms = 3000,
