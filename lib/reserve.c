@@ -730,23 +730,6 @@ static uint64_t partial_from_pool(struct srsv_space *s, uint64_t lo,
 	return take;
 }
 
-/* Put @bytes taken from the movers' reserve back, up to its size; the rest
- * leaves may_use (the reserve was refilled meanwhile). */
-static void mover_put_back(struct srsv_space *s, uint64_t bytes)
-{
-	AO_t held;
-	uint64_t keep;
-
-	do {
-		held = AO_load_acquire(&s->mover_reserved);
-		keep = srsv__min(bytes, s->mover_size -
-					srsv__min(s->mover_size, held));
-	} while (keep && !AO_compare_and_swap_full(&s->mover_reserved, held,
-						   held + keep));
-	if (keep < bytes)
-		(void)srsv__may_use_sub(s, bytes - keep);
-}
-
 /*
  * A partial grant (bcachefs's BCH_DISK_RESERVATION_PARTIAL, XFS's GREEDY
  * zoned reservations): what can be had at once, between @min and @max,
@@ -783,8 +766,9 @@ SRSV__EXPORT int srsv_space_reserve_partial(struct srsv_space *s,
 		pool = partial_from_pool(s, take >= min ? 1 : min - take,
 					 max - take, m, flags, &after);
 	if (take + pool < min) {
+		/* Back, up to its size (it may have been refilled). */
 		if (take)
-			mover_put_back(s, take);
+			srsv__mover_reserve_put(s, take);
 		ret = srsv_space_reserve(s, min, (enum srsv_flush)m, flags);
 		if (!ret)
 			*got = min;

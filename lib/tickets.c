@@ -324,26 +324,34 @@ bool srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
 	       (add && !srsv__list_empty(&s->priority_tickets));
 }
 
+uint64_t srsv__mover_reserve_put(struct srsv_space *s, uint64_t bytes)
+{
+	AO_t held;
+	uint64_t keep;
+
+	/* Up to the reserve's size: refills and give-backs may race. */
+	do {
+		held = AO_load_acquire(&s->mover_reserved);
+		keep = srsv__min(bytes, s->mover_size -
+					srsv__min(s->mover_size, held));
+	} while (keep && !AO_compare_and_swap_full(&s->mover_reserved, held,
+						   held + keep));
+	if (keep < bytes)
+		(void)srsv__may_use_sub(s, bytes - keep); /* ours: never refused */
+	return keep;
+}
+
 uint64_t srsv__mover_refill_released(struct srsv_space *s, uint64_t bytes)
 {
 	AO_t held = AO_load_acquire(&s->mover_reserved);
-	uint64_t add, keep;
+	uint64_t add;
 
 	if (held >= s->mover_size)
 		return 0;
 	add = srsv__min(bytes, s->mover_size - held);
 	if (!srsv__space_try_charge(s, add, SRSV__CHARGE_NO_OVERCOMMIT, NULL))
 		return 0;
-	/* Into the reserve up to its size: refills may race. */
-	do {
-		held = AO_load_acquire(&s->mover_reserved);
-		keep = srsv__min(add, s->mover_size -
-				      srsv__min(s->mover_size, held));
-	} while (keep && !AO_compare_and_swap_full(&s->mover_reserved, held,
-						   held + keep));
-	if (keep < add)
-		(void)srsv__may_use_sub(s, add - keep);	/* ours: never refused */
-	return keep;
+	return srsv__mover_reserve_put(s, add);
 }
 
 uint64_t srsv__global_rsv_refill(struct srsv_space *s, uint64_t bytes)

@@ -138,6 +138,11 @@ bool srsv__reserves_refill(struct srsv_space *s, uint64_t bytes,
  * it takes only what is still free; the bytes it kept.
  */
 uint64_t srsv__mover_refill_released(struct srsv_space *s, uint64_t bytes);
+/*
+ * @bytes already in may_use go into the movers' reserve, up to its size;
+ * what does not fit leaves may_use.  The bytes kept.  Lock-free.
+ */
+uint64_t srsv__mover_reserve_put(struct srsv_space *s, uint64_t bytes);
 /* steal_from_global_rsv(): grant @t from the global reserve if it may
  * steal and the reserve keeps 10%; pool lock held. */
 bool srsv__steal_from_global_rsv(struct srsv_space *s, struct srsv__ticket *t);
