@@ -257,7 +257,10 @@ void srsv__pace_free(struct srsv_space *s)
  */
 static uint64_t data_fill_pm(struct srsv_space *s, uint64_t *held)
 {
-	uint64_t total = srsv__space_counter(s, SRSV__TOTAL);
+	/* With the unallocated space the pool can still grow into, as the
+	 * preemptive flusher counts it (preempt.c). */
+	uint64_t total = srsv__sat_add(srsv__space_counter(s, SRSV__TOTAL),
+				       srsv__ld(&s->ctx->unallocated));
 	uint64_t pinned = srsv__space_counter(s, SRSV__PINNED);
 	uint64_t claimed = srsv__ld(&s->claimed);
 	uint64_t may_use = srsv__may_use_settled(s);

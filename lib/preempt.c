@@ -142,9 +142,10 @@ static uint64_t reclaimable(const struct srsv_space *s, uint64_t global)
  *
  * - the debt is what is pinned plus what the engine says it could free
  *   (srsv_space_set_reclaimable(), per flush state);
- * - the room is what is not used: the pool less its used, reserved,
- *   read-only and zone-unusable bytes (reservations, pinned and free
- *   space: what the debt competes with);
+ * - the room is what is not used: the pool, with the unallocated space
+ *   it can still grow into, less its used, reserved, read-only and
+ *   zone-unusable bytes (reservations, pinned and free space: what the
+ *   debt competes with);
  * - flushing starts when the debt reaches three quarters of the room
  *   >> (clamp - 1) (three quarters at clamp 1), above the floor, while no ticket waits (the async data
  *   walk owns the pool then), and asks for the state that frees the
@@ -171,7 +172,11 @@ static bool need_data_preempt(struct srsv_space *s)
 
 	if (debt <= preempt_floor(s) || srsv__ld(&s->reclaim_size))
 		return false;
-	total = srsv__space_counter(s, SRSV__TOTAL);
+	/* The pool can still grow into unallocated space (ALLOC_CHUNK), as
+	 * need_preemptive_reclaim() counts calc_available_free_space() for
+	 * metadata: a pool that grows in chunks is not "full" of debt. */
+	total = srsv__sat_add(srsv__space_counter(s, SRSV__TOTAL),
+			      srsv__ld(&s->ctx->unallocated));
 	committed = srsv__space_counter(s, SRSV__USED) +
 		    srsv__space_counter(s, SRSV__RESERVED) +
 		    srsv__space_counter(s, SRSV__READONLY) +
