@@ -76,17 +76,20 @@ static void fill(struct srsv_space *s, uint64_t bytes)
 /* ---- the refill and lock-free writers ---- */
 
 static struct srsv_space *race_pool;
-static volatile int race_stop, race_got;
+static int race_stop, race_got;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
 static void *grabber(void *arg)
 {
 	(void)arg;
-	while (!race_stop) {
+	while (!LOAD(race_stop)) {
 		if (srsv_space_reserve(race_pool, 4 * KiB, SRSV_NO_FLUSH, 0))
 			continue;
 		__atomic_store_n(&race_got, 1, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&race_got, __ATOMIC_ACQUIRE) &&
-		       !race_stop)
+		       !LOAD(race_stop))
 			;	/* the main thread checks, then releases */
 	}
 	return NULL;
@@ -100,8 +103,8 @@ START_TEST(test_refill_never_overcommits)
 	long rounds = 0, seen = 0;
 
 	race_pool = srsv_ctx_space(c, SRSV_POOL_DATA);
-	race_stop = 0;
-	race_got = 0;
+	STORE(race_stop, 0);
+	STORE(race_got, 0);
 	/* 60 MiB used, the reserve's 4 MiB: nothing free. */
 	fill(race_pool, 60 * MiB);
 	ck_assert_int_eq(pthread_create(&th, NULL, grabber, NULL), 0);
@@ -134,7 +137,7 @@ START_TEST(test_refill_never_overcommits)
 		if (now.tv_sec - t0.tv_sec >= 2 || rounds > 2000000)
 			break;
 	}
-	race_stop = 1;
+	STORE(race_stop, 1);
 	ck_assert_int_eq(pthread_join(th, NULL), 0);
 	if (__atomic_load_n(&race_got, __ATOMIC_ACQUIRE))
 		ck_assert_int_eq(srsv_space_release(race_pool, 4 * KiB), 0);
@@ -409,13 +412,13 @@ START_TEST(test_reclaimable_huge_never_wraps)
 END_TEST
 
 static struct srsv_space *rec_pool;
-static volatile int rec_stop;
+static int rec_stop;
 
 static void *setter(void *arg)
 {
 	uint64_t v = (uintptr_t)arg;
 
-	while (!rec_stop)
+	while (!LOAD(rec_stop))
 		ck_assert_int_eq(srsv_space_set_reclaimable(rec_pool,
 				SRSV_STATE_COMMIT_TRANS, v), 0);
 	return NULL;
@@ -430,7 +433,7 @@ START_TEST(test_reclaimable_racing_setters)
 	long n = 0;
 
 	rec_pool = srsv_ctx_space(c, SRSV_POOL_DATA);
-	rec_stop = 0;
+	STORE(rec_stop, 0);
 	ck_assert_int_eq(pthread_create(&a, NULL, setter,
 					(void *)(uintptr_t)(8 * MiB)), 0);
 	ck_assert_int_eq(pthread_create(&b, NULL, setter, (void *)0), 0);
@@ -440,7 +443,7 @@ START_TEST(test_reclaimable_racing_setters)
 		ck_assert_uint_le(snap(rec_pool).reclaimable, 8 * MiB);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (++n < 2000000 && now.tv_sec - t0.tv_sec < 1);
-	rec_stop = 1;
+	STORE(rec_stop, 1);
 	ck_assert_int_eq(pthread_join(a, NULL), 0);
 	ck_assert_int_eq(pthread_join(b, NULL), 0);
 	ck_assert_int_eq(srsv_space_set_reclaimable(rec_pool,
