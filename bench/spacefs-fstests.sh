@@ -374,7 +374,10 @@ CHECK_PID=
 
 cleanup() {
 	local m pid start l
-	trap - EXIT INT TERM
+	# A second signal must not cut the cleanup short (a loop device
+	# or a helper left behind): ignored from here on.
+	trap - EXIT
+	trap '' INT TERM
 	[ -n "$CHECK_PID" ] && kill -KILL -- "-$CHECK_PID" 2>/dev/null
 	# The daemons' mounts first, then the backing file systems, then
 	# the loop devices: deepest mount points first.
@@ -405,6 +408,7 @@ cleanup() {
 	fi
 }
 interrupted() {
+	trap '' INT TERM
 	if [ -n "$CHECK_PID" ]; then
 		kill -TERM -- "-$CHECK_PID" 2>/dev/null
 		for _ in $(seq 100); do
