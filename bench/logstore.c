@@ -63,7 +63,7 @@
  *   Nothing cleans before.
  * - preempt: the library's defaults.  The data pool's preemptive flusher
  *   calls COMMIT_TRANS (one segment per call) while the debt (the pinned
- *   dead bytes) is at least the room not used >> clamp; tickets as above
+ *   dead bytes) is at least 3/4 of the room not used >> (clamp - 1); tickets as above
  *   when it falls behind.
  * - pace: the defaults plus data pacing from --pace-pct of the debt's
  *   fill (srsv_config::data_pace_start_pct): writers are delayed inside
@@ -217,8 +217,8 @@ static const struct policy policies[] = {
 	  "FLUSH_DATA tickets, the store cleans in COMMIT_TRANS when they "
 	  "wait", btrfs_data, false, false },
 	{ "preempt", "library defaults: the data pool's preemptive flusher "
-	  "cleans when the dead (pinned) bytes reach the room not used >> "
-	  "clamp", library_defaults, false, false },
+	  "cleans when the dead (pinned) bytes reach 3/4 of the room not "
+	  "used >> (clamp - 1)", library_defaults, false, false },
 	{ "pace", "library defaults + data pacing from --pace-pct of the "
 	  "debt's fill", data_pacing, false, false },
 	{ "cleaner", "btrfs's data behaviour + the store's background cleaner "
