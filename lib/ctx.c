@@ -537,7 +537,12 @@ SRSV__EXPORT int srsv_ctx_set_preempt(struct srsv_ctx *ctx, bool enabled)
 
 SRSV__EXPORT int srsv_ctx_set_error(struct srsv_ctx *ctx, int error)
 {
-	if (!ctx || error >= 0)
+	/*
+	 * -EINPROGRESS means "queued" to every reserve call: a waiting call
+	 * answered with it would wait on a ticket never queued (the fuzzer
+	 * found srsv_space_reserve() crash in ticket_wait() so).
+	 */
+	if (!ctx || error >= 0 || error == -EINPROGRESS)
 		return -EINVAL;
 	srsv__st(&ctx->error, (uint64_t)(int64_t)error);
 	for (int i = 0; i < SRSV_POOL_COUNT; i++) {

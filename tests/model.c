@@ -870,7 +870,8 @@ int model_ctx_account_delalloc(struct model *m, int64_t delalloc_delta,
 
 int model_ctx_set_error(struct model *m, int error)
 {
-	if (error >= 0)
+	/* -EINPROGRESS means "queued" to the reserve calls. */
+	if (error >= 0 || error == -EINPROGRESS)
 		return -EINVAL;
 	m->error = error;
 	for (int i = 0; i < SRSV_POOL_COUNT; i++)

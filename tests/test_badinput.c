@@ -403,6 +403,9 @@ START_TEST(test_ctx_set_error_bad)
 	BAD(srsv_ctx_set_error(sim->ctx, 0), -EINVAL);
 	BAD(srsv_ctx_set_error(sim->ctx, EIO), -EINVAL);
 	BAD(srsv_ctx_set_error(sim->ctx, 1), -EINVAL);
+	/* "Queued" to every reserve call: a blocking reserve answered with
+	 * it waited on a ticket never queued (crashed). */
+	BAD(srsv_ctx_set_error(sim->ctx, -EINPROGRESS), -EINVAL);
 	/* No error was set: a ticket still queues instead of failing. */
 	ck_assert_int_eq(srsv_ticket_reserve(md, &t, 600 * KiB,
 					     SRSV_FLUSH_ALL, 0), -EINPROGRESS);

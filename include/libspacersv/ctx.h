@@ -353,7 +353,8 @@ int srsv_ctx_set_preempt(struct srsv_ctx *ctx, bool enabled);
  * @param ctx the ctx
  * @param error a negative errno
  * @retval 0 success
- * @retval -EINVAL NULL ctx or @p error not negative
+ * @retval -EINVAL NULL ctx, @p error not negative, or -EINPROGRESS (which
+ *         every reserve call uses for "queued")
  * @note Thread-safe; may be called from flush callbacks.
  */
 int srsv_ctx_set_error(struct srsv_ctx *ctx, int error);
